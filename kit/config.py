@@ -1,0 +1,245 @@
+"""Draft and target `config.json`s from every trainer, normalised into one shape.
+
+Trainers disagree on where fields live (speculators nests the layer config under
+`transformer_layer_config`; SpecForge, EAGLE and ModelOpt write a flat LlamaConfig, ModelOpt and
+SpecForge add `eagle_config`) and transformers 4 and 5 spell fields differently (`rope_theta` vs
+`rope_parameters`, `torch_dtype` vs `dtype`). Engines read particular spellings, so the raw dict
+is kept beside the normalised view.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.errors import KitError
+
+# How an aux layer id is meant (shared/reference/checkpoint-formats.md §4).
+AFTER_K_LAYERS = "after_k_layers"  # vLLM / speculators / EAGLE: state after k decoder layers
+OUTPUT_OF_LAYER = "output_of_layer"  # SGLang explicit / SpecForge / ModelOpt: output of layer k
+
+
+@dataclass
+class DraftConfig:
+    """What an engine needs to know about an EAGLE-3 draft, whichever trainer wrote it."""
+
+    source: str  # "speculators" | "flat" (SpecForge / EAGLE / ModelOpt LlamaConfig)
+    architectures: list[str]
+    model_type: str
+    hidden_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    draft_vocab_size: int | None  # None: JSON null or absent (see draft_vocab_size_key)
+    draft_vocab_size_key: bool  # whether config.json has the key at all
+    target_hidden_size: int | None
+    num_hidden_layers: int
+    aux_layer_ids: list[int] | None
+    aux_layer_convention: str | None  # AFTER_K_LAYERS | OUTPUT_OF_LAYER | None (engine default)
+    aux_ids_location: str | None  # "top_level" | "eagle_config" | None
+    use_aux_hidden_state: bool
+    norm_before_residual: bool
+    norm_before_fc: bool
+    fc_norm: bool
+    norm_output: bool
+    tie_word_embeddings: bool
+    bias: bool
+    rms_norm_eps: float
+    rope_theta: float
+    max_position_embeddings: int
+    dtype: str | None
+    num_speculative_tokens: int | None
+    verifier: str | None
+    eagle_config: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    path: Path | None = None
+
+    @property
+    def target_width(self) -> int:
+        """Width of one target hidden state (`target_hidden_size` or the draft's own)."""
+        return self.target_hidden_size or self.hidden_size
+
+    @property
+    def num_aux(self) -> int:
+        return len(self.aux_layer_ids) if self.aux_layer_ids else 3
+
+    @property
+    def effective_draft_vocab(self) -> int:
+        return self.draft_vocab_size or self.vocab_size
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("raw")
+        d["path"] = str(self.path) if self.path else None
+        return d
+
+
+@dataclass
+class TargetConfig:
+    """The target model facts the kit needs: layers, width, vocab, architecture."""
+
+    architecture: str
+    model_type: str
+    num_hidden_layers: int
+    hidden_size: int
+    vocab_size: int
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    path: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "architecture": self.architecture,
+            "model_type": self.model_type,
+            "num_hidden_layers": self.num_hidden_layers,
+            "hidden_size": self.hidden_size,
+            "vocab_size": self.vocab_size,
+            "path": str(self.path) if self.path else None,
+        }
+
+
+def read_json(path: str | Path) -> dict[str, Any]:
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
+    try:
+        data = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise KitError("no such file", p) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise KitError(f"not valid JSON ({e})", p) from None
+    if not isinstance(data, dict):
+        raise KitError("config is not a JSON object", p)
+    return data
+
+
+def _rope_theta(c: dict[str, Any]) -> float:
+    if "rope_theta" in c:
+        return float(c["rope_theta"])
+    rp = c.get("rope_parameters") or c.get("rope_scaling") or {}
+    return float(rp.get("rope_theta", 10000.0)) if isinstance(rp, dict) else 10000.0
+
+
+def _need(c: dict[str, Any], key: str, path: Path | None) -> Any:
+    if key not in c or c[key] is None:
+        raise KitError(f"draft config lacks {key!r}", path)
+    return c[key]
+
+
+def parse_draft_config(raw: dict[str, Any], path: Path | None = None) -> DraftConfig:
+    """Normalise a draft config dict; `KitError` if it is not an EAGLE-3 draft config."""
+    speculators = "speculators_model_type" in raw or "transformer_layer_config" in raw
+    if speculators:
+        layer = raw.get("transformer_layer_config")
+        if not isinstance(layer, dict):
+            raise KitError("speculators config without a transformer_layer_config object", path)
+        top = raw
+    else:
+        layer = top = raw
+    eagle = raw.get("eagle_config") or {}
+    if not isinstance(eagle, dict):
+        eagle = {}
+
+    hidden = int(_need(layer, "hidden_size", path))
+    heads = int(_need(layer, "num_attention_heads", path))
+    ids: list[int] | None = None
+    location = convention = None
+    if top.get("eagle_aux_hidden_state_layer_ids"):
+        ids, location = [int(i) for i in top["eagle_aux_hidden_state_layer_ids"]], "top_level"
+        convention = AFTER_K_LAYERS if speculators else OUTPUT_OF_LAYER
+    elif eagle.get("eagle_aux_hidden_state_layer_ids"):
+        ids = [int(i) for i in eagle["eagle_aux_hidden_state_layer_ids"]]
+        location, convention = "eagle_config", OUTPUT_OF_LAYER
+
+    spec = raw.get("speculators_config") or {}
+    methods = spec.get("proposal_methods") or [{}]
+    n_spec = methods[0].get("speculative_tokens") if isinstance(methods[0], dict) else None
+    verifier = (spec.get("verifier") or {}).get("name_or_path") if isinstance(spec, dict) else None
+
+    def flag(name: str) -> bool:
+        return bool(top.get(name, eagle.get(name, False)))
+
+    return DraftConfig(
+        source="speculators" if speculators else "flat",
+        architectures=list(raw.get("architectures") or []),
+        model_type=str(layer.get("model_type", "llama")),
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        num_key_value_heads=int(layer.get("num_key_value_heads") or heads),
+        head_dim=int(layer.get("head_dim") or hidden // heads),
+        intermediate_size=int(_need(layer, "intermediate_size", path)),
+        vocab_size=int(_need(layer, "vocab_size", path)),
+        draft_vocab_size=(int(top["draft_vocab_size"]) if top.get("draft_vocab_size") else None),
+        draft_vocab_size_key="draft_vocab_size" in top,
+        target_hidden_size=(
+            int(top["target_hidden_size"]) if top.get("target_hidden_size") else None
+        ),
+        num_hidden_layers=int(layer.get("num_hidden_layers", 1)),
+        aux_layer_ids=ids,
+        aux_layer_convention=convention,
+        aux_ids_location=location,
+        use_aux_hidden_state=bool(eagle.get("use_aux_hidden_state", True)),
+        norm_before_residual=flag("norm_before_residual"),
+        norm_before_fc=flag("norm_before_fc"),
+        fc_norm=flag("fc_norm") or bool(top.get("use_aux_norm", False)),
+        norm_output=flag("norm_output"),
+        tie_word_embeddings=bool(
+            top.get("tie_word_embeddings", layer.get("tie_word_embeddings", False))
+        ),
+        bias=bool(top.get("bias", False)),
+        rms_norm_eps=float(layer.get("rms_norm_eps", 1e-6)),
+        rope_theta=_rope_theta(layer),
+        max_position_embeddings=int(layer.get("max_position_embeddings", 2048)),
+        dtype=top.get("dtype")
+        or top.get("torch_dtype")
+        or layer.get("dtype")
+        or layer.get("torch_dtype"),
+        num_speculative_tokens=int(n_spec) if n_spec else None,
+        verifier=verifier,
+        eagle_config=dict(eagle),
+        raw=raw,
+        path=path,
+    )
+
+
+def load_draft_config(path: str | Path) -> DraftConfig:
+    """Read a draft `config.json` (or the one in a folder)."""
+    p = Path(path)
+    p = p / "config.json" if p.is_dir() else p
+    return parse_draft_config(read_json(p), p)
+
+
+# Nested text configs of multimodal targets (Kimi-K2.5, Llama-4, Qwen-VL, Gemma-3 …).
+_TEXT_KEYS = ("text_config", "language_config", "llm_config")
+
+
+def parse_target_config(raw: dict[str, Any], path: Path | None = None) -> TargetConfig:
+    arch = (raw.get("architectures") or ["unknown"])[0]
+    text = raw
+    for key in _TEXT_KEYS:
+        if isinstance(raw.get(key), dict) and "num_hidden_layers" in raw[key]:
+            text = raw[key]
+            break
+    for key in ("num_hidden_layers", "hidden_size"):
+        if key not in text:
+            raise KitError(
+                f"target config lacks {key!r} (looked in {', '.join(_TEXT_KEYS)} too)", path
+            )
+    return TargetConfig(
+        architecture=str(arch),
+        model_type=str(raw.get("model_type", text.get("model_type", "unknown"))),
+        num_hidden_layers=int(text["num_hidden_layers"]),
+        hidden_size=int(text["hidden_size"]),
+        vocab_size=int(text.get("vocab_size", raw.get("vocab_size", 0))),
+        raw=raw,
+        path=path,
+    )
+
+
+def load_target_config(path: str | Path) -> TargetConfig:
+    p = Path(path)
+    p = p / "config.json" if p.is_dir() else p
+    return parse_target_config(read_json(p), p)

@@ -1,0 +1,167 @@
+"""One vocabulary of findings: every check in the kit returns `Finding`s.
+
+The CLI prints them, notebooks show them, the postmortem collects them and CI gates on them, so
+a finding carries everything a reader needs: a stable code, how bad it is, the evidence, which
+engine release it holds for (and the engine source line), and the fix.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import IntEnum
+from typing import Any
+
+
+class Severity(IntEnum):
+    """Ordered so that `max()` and `>=` work: CRITICAL means speculation cannot work."""
+
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+    CRITICAL = 3
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            names = ", ".join(s.name.lower() for s in cls)
+            raise ValueError(f"unknown severity {text!r}; use one of {names}") from None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A single diagnosis. `root_cause` findings explain a symptom; they are ranked first."""
+
+    code: str
+    severity: Severity
+    title: str
+    evidence: tuple[str, ...] = ()
+    fix: str = ""
+    engine: str | None = None
+    source: str | None = None
+    root_cause: bool = False
+    data: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["severity"] = self.severity.name.lower()
+        d["evidence"] = list(self.evidence)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Finding:
+        return cls(
+            code=d["code"],
+            severity=Severity.parse(d["severity"]),
+            title=d["title"],
+            evidence=tuple(d.get("evidence", ())),
+            fix=d.get("fix", ""),
+            engine=d.get("engine"),
+            source=d.get("source"),
+            root_cause=bool(d.get("root_cause", False)),
+            data=dict(d.get("data", {})),
+        )
+
+
+def ranked(findings: Iterable[Finding]) -> list[Finding]:
+    """Root causes first, then by severity (worst first); stable otherwise."""
+    return sorted(findings, key=lambda f: (not f.root_cause, -int(f.severity)))
+
+
+def worst(findings: Iterable[Finding]) -> Severity | None:
+    return max((f.severity for f in findings), default=None)
+
+
+def to_json(findings: Sequence[Finding]) -> list[dict[str, Any]]:
+    return [f.to_dict() for f in ranked(findings)]
+
+
+def dumps(obj: Any) -> str:
+    """JSON for CLI output; Findings and Severities serialise themselves."""
+
+    def default(o: Any) -> Any:
+        if isinstance(o, Finding):
+            return o.to_dict()
+        if isinstance(o, Severity):
+            return o.name.lower()
+        if hasattr(o, "to_dict"):
+            return o.to_dict()
+        raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+    return json.dumps(obj, indent=2, default=default)
+
+
+_STYLE = {
+    Severity.CRITICAL: "bold white on red",
+    Severity.ERROR: "bold red",
+    Severity.WARNING: "yellow",
+    Severity.INFO: "cyan",
+}
+
+
+def render_table(findings: Sequence[Finding], title: str = "Findings"):
+    """A rich Table of findings, root causes first."""
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=True, expand=True)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("code", no_wrap=True)
+    table.add_column("finding", ratio=3)
+    table.add_column("fix", ratio=2)
+    for f in ranked(findings):
+        body = f.title
+        if f.evidence:
+            body += "\n" + "\n".join(f"  • {e}" for e in f.evidence[:8])
+            if len(f.evidence) > 8:
+                body += f"\n  • … {len(f.evidence) - 8} more"
+        if f.engine or f.source:
+            body += "\n  [dim]" + " · ".join(x for x in (f.engine, f.source) if x) + "[/dim]"
+        sev = f.severity.name.lower() + (" (root cause)" if f.root_cause else "")
+        table.add_row(f"[{_STYLE[f.severity]}]{sev}[/]", f.code, body, f.fix)
+    return table
+
+
+def render_text(findings: Sequence[Finding], title: str = "Findings") -> str:
+    """Plain text rendering (for logs and tests); the CLI prints the rich table directly."""
+    from rich.console import Console
+
+    if not findings:
+        return "No findings.\n"
+    console = Console(width=120, record=True, file=_Null(), color_system=None)
+    console.print(render_table(findings, title))
+    return console.export_text()
+
+
+class _Null:
+    def write(self, _s: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass
+
+
+def to_html(findings: Sequence[Finding]) -> str:
+    """An HTML table of findings (self-contained; styled by the postmortem's CSS classes)."""
+    if not findings:
+        return '<p class="no-findings">No findings.</p>'
+    rows = []
+    for f in ranked(findings):
+        ev = "".join(f"<li>{html.escape(e)}</li>" for e in f.evidence)
+        cite = " · ".join(html.escape(x) for x in (f.engine, f.source) if x)
+        rows.append(
+            f'<tr class="sev-{f.severity.name.lower()}">'
+            f'<td class="sev">{f.severity.name.lower()}'
+            f"{'<br><b>root cause</b>' if f.root_cause else ''}</td>"
+            f"<td><code>{html.escape(f.code)}</code></td>"
+            f"<td><b>{html.escape(f.title)}</b><ul>{ev}</ul>"
+            f"{f'<div class=cite>{cite}</div>' if cite else ''}</td>"
+            f"<td>{html.escape(f.fix)}</td></tr>"
+        )
+    return (
+        '<table class="findings"><thead><tr><th>severity</th><th>code</th><th>finding</th>'
+        "<th>fix</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
