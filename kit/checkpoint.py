@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 import struct
 from collections.abc import Iterator
@@ -236,11 +237,34 @@ def read_safetensors_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str
         tensors[name] = TensorInfo(
             name, dtype, tuple(shape), end - begin, file, (data_start + begin, data_start + end)
         )
+    _check_coverage(spans, data_len, file)
+    return tensors, {str(k): str(v) for k, v in metadata.items()}
+
+
+def _check_coverage(spans: list[tuple[int, int, str]], data_len: int, file: Path) -> None:
+    """Tensors must tile the data section exactly, as safetensors itself demands on load.
+
+    Sorted by start, any overlap shows up between neighbours (a span that starts inside an
+    earlier one starts inside its successor too), so one pass finds overlaps and gaps.
+    """
     spans.sort()
     for (_b0, e0, n0), (b1, _e1, n1) in itertools.pairwise(spans):
         if b1 < e0:
             raise KitError(f"tensors {n0!r} and {n1!r} overlap in the data section", file)
-    return tensors, {str(k): str(v) for k, v in metadata.items()}
+        if b1 > e0:
+            raise KitError(
+                f"gap of {b1 - e0} bytes before tensor {n1!r} in the data section "
+                "(safetensors refuses such a file)",
+                file,
+            )
+    covered = spans[-1][1] if spans else 0
+    first = spans[0][0] if spans else 0
+    if first != 0 or covered != data_len:
+        raise KitError(
+            f"tensors cover bytes [{first}, {covered}) of a {data_len}-byte data section "
+            "(safetensors refuses a file it does not fully cover)",
+            file,
+        )
 
 
 def _open_single(file: Path) -> Checkpoint:
@@ -361,3 +385,195 @@ def fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# --- statistics from tensor bytes (only on request) ---------------------------------------------
+
+# Bytes read per step when streaming a tensor: memory stays flat whatever the tensor's size.
+STATS_CHUNK_BYTES = 4 << 20
+_ST_TO_TORCH = {
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I8": "int8",
+    "I16": "int16",
+    "U16": "uint16",
+    "I32": "int32",
+    "U32": "uint32",
+    "I64": "int64",
+    "U64": "uint64",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "F32": "float32",
+    "F64": "float64",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E8M0": "float8_e8m0fnu",
+}
+
+
+@dataclass(frozen=True)
+class TensorStats:
+    """Summary statistics of one tensor's values (over its finite values; NaN/Inf counted)."""
+
+    name: str
+    dtype: str
+    numel: int
+    min: float
+    max: float
+    mean: float
+    std: float
+    excess_kurtosis: float  # 0 for a Gaussian, -1.2 for a uniform distribution
+    nan: int
+    inf: int
+
+    @property
+    def absmax(self) -> float:
+        return max(abs(self.min), abs(self.max))
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+class _Moments:
+    """Running power sums in float64, fed chunk by chunk."""
+
+    def __init__(self) -> None:
+        self.n = self.nan = self.inf = 0
+        self.sums = [0.0, 0.0, 0.0, 0.0]
+        self.lo, self.hi = math.inf, -math.inf
+
+    def add(self, chunk) -> None:
+        import torch
+
+        x = chunk.reshape(-1).to(torch.float64)
+        nan = torch.isnan(x)
+        inf = torch.isinf(x)
+        self.nan += int(nan.sum())
+        self.inf += int(inf.sum())
+        x = x[~(nan | inf)]
+        if x.numel() == 0:
+            return
+        self.n += x.numel()
+        p = x.clone()
+        for k in range(4):
+            self.sums[k] += float(p.sum())
+            if k < 3:
+                p *= x
+        self.lo = min(self.lo, float(x.min()))
+        self.hi = max(self.hi, float(x.max()))
+
+    def result(self, name: str, dtype: str) -> TensorStats:
+        n = self.n
+        if n == 0:
+            nan = math.nan
+            return TensorStats(name, dtype, 0, nan, nan, nan, nan, nan, self.nan, self.inf)
+        m1, m2, m3, m4 = (s / n for s in self.sums)
+        var = max(m2 - m1 * m1, 0.0)
+        central4 = m4 - 4 * m1 * m3 + 6 * m1 * m1 * m2 - 3 * m1**4
+        kurt = central4 / (var * var) - 3.0 if var > 0 else math.nan
+        std = math.sqrt(var * n / (n - 1)) if n > 1 else 0.0
+        total = n + self.nan + self.inf
+        return TensorStats(name, dtype, total, self.lo, self.hi, m1, std, kurt, self.nan, self.inf)
+
+
+def tensor_stats(ck: Checkpoint, name: str, chunk_bytes: int = STATS_CHUNK_BYTES) -> TensorStats:
+    """Statistics of one tensor, streamed from disk in chunks (safetensors) so memory stays flat."""
+    import torch
+
+    info = ck.tensors[name]
+    if info.dtype not in _ST_TO_TORCH:
+        raise KitError(f"no statistics for dtype {info.dtype} (tensor {name!r})", info.file)
+    moments = _Moments()
+    if info.offsets is None:
+        flat = ck.read_tensor(name).reshape(-1)
+        step = max(chunk_bytes // max(flat.element_size(), 1), 1)
+        for i in range(0, flat.numel(), step):
+            moments.add(flat[i : i + step])
+        return moments.result(name, info.dtype)
+    dtype = getattr(torch, _ST_TO_TORCH[info.dtype])
+    item = DTYPE_SIZES[info.dtype]
+    step = max(chunk_bytes // item, 1) * item
+    begin, end = info.offsets
+    with open(info.file, "rb") as f:
+        f.seek(begin)
+        pos = begin
+        while pos < end:
+            buf = f.read(min(step, end - pos))
+            if not buf:
+                raise KitError(f"file ends inside tensor {name!r}", info.file)
+            pos += len(buf)
+            moments.add(torch.frombuffer(bytearray(buf), dtype=dtype))
+    return moments.result(name, info.dtype)
+
+
+def checkpoint_stats(ck: Checkpoint, names: list[str] | None = None) -> dict[str, TensorStats]:
+    """Statistics of every tensor (or `names`) whose dtype torch can read."""
+    import torch
+
+    torch.set_num_threads(1)
+    chosen = names if names is not None else list(ck.tensors)
+    if ck.kind == "pickle":
+        state = _load_pickle(ck.files[0])  # one load, not one per tensor
+        out = {}
+        for n in chosen:
+            moments = _Moments()
+            moments.add(state[n])
+            out[n] = moments.result(n, ck.tensors[n].dtype)
+        return out
+    return {n: tensor_stats(ck, n) for n in chosen if ck.tensors[n].dtype in _ST_TO_TORCH}
+
+
+# A value this large in a weight is not learned: it is leftover memory (torch.empty) or divergence.
+HUGE_VALUE = 1e6
+
+
+def looks_untrained(
+    info: TensorInfo, stats: TensorStats, initializer_range: float = 0.02
+) -> str | None:
+    """Why this tensor looks like it never left its initial value (or was never written), if so.
+
+    Tests, in order: NaN/Inf or huge values (uninitialised memory), an RMSNorm weight of all ones
+    (its init), one repeated value, and a linear weight whose statistics match a fresh init: normal
+    with std = initializer_range (HF `_init_weights`) or kaiming-uniform (torch `nn.Linear`).
+    """
+    if info.dtype not in FLOAT_DTYPES:
+        return None  # d2t / t2d and other index tensors: constant values can be legitimate
+    if stats.nan or stats.inf:
+        return f"{stats.nan} NaN and {stats.inf} Inf values: uninitialised memory or a diverged run"
+    if stats.numel and stats.absmax > HUGE_VALUE:
+        return f"values up to {stats.absmax:.3g}: looks like uninitialised memory"
+    if stats.numel < 2:
+        return None
+    if stats.min == stats.max:
+        if stats.min == 1.0 and len(info.shape) == 1 and "norm" in info.name:
+            return "all ones: an RMSNorm weight at its initial value"
+        return f"every value is {stats.min:g}: one repeated value"
+    if len(info.shape) == 2 and stats.numel >= 256:
+        return _fresh_linear_init(info, stats, initializer_range)
+    return None
+
+
+def _fresh_linear_init(info: TensorInfo, s: TensorStats, initializer_range: float) -> str | None:
+    n = s.numel
+    # sampling noise of the std and mean estimates, plus a margin a trained weight leaves behind
+    rel = 0.03 + 4 / math.sqrt(2 * n)
+    kurt_tol = 0.3 + 4 * math.sqrt(24 / n)
+    centred = abs(s.mean) < 4 * s.std / math.sqrt(n) + 1e-3 * s.std
+    if not centred:
+        return None
+    if abs(s.std / initializer_range - 1) < rel and abs(s.excess_kurtosis) < kurt_tol:
+        return (
+            f"mean {s.mean:.2g}, std {s.std:.4g} ≈ initializer_range {initializer_range}, "
+            f"Gaussian (excess kurtosis {s.excess_kurtosis:.2f}): matches a fresh normal init"
+        )
+    bound = 1 / math.sqrt(info.shape[1])
+    if (
+        abs(s.std / (bound / math.sqrt(3)) - 1) < rel
+        and s.absmax <= bound * 1.01
+        and abs(s.excess_kurtosis + 1.2) < kurt_tol
+    ):
+        return (
+            f"uniform within ±{bound:.4g} = 1/sqrt(in_features {info.shape[1]}), std {s.std:.4g}: "
+            "matches torch's fresh kaiming-uniform nn.Linear init"
+        )
+    return None

@@ -57,6 +57,8 @@ class DraftConfig:
     eagle_config: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     path: Path | None = None
+    # normalised field -> the config.json key it was read from (absent: a default was used)
+    provenance: dict[str, str] = field(default_factory=dict)
 
     @property
     def target_width(self) -> int:
@@ -70,6 +72,12 @@ class DraftConfig:
     @property
     def effective_draft_vocab(self) -> int:
         return self.draft_vocab_size or self.vocab_size
+
+    @property
+    def initializer_range(self) -> float:
+        """Std of HF's fresh normal init, used to recognise weights that never trained."""
+        layer = self.raw.get("transformer_layer_config", self.raw)
+        return float(layer.get("initializer_range", 0.02)) if isinstance(layer, dict) else 0.02
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -89,6 +97,7 @@ class TargetConfig:
     vocab_size: int
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     path: Path | None = None
+    text_config_key: str | None = None  # e.g. "text_config" for Kimi-K2.5; None: flat config
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +106,7 @@ class TargetConfig:
             "num_hidden_layers": self.num_hidden_layers,
             "hidden_size": self.hidden_size,
             "vocab_size": self.vocab_size,
+            "text_config_key": self.text_config_key,
             "path": str(self.path) if self.path else None,
         }
 
@@ -116,11 +126,60 @@ def read_json(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def _rope_theta(c: dict[str, Any]) -> float:
+def _rope_theta(c: dict[str, Any], prefix: str = "") -> tuple[float, str | None]:
+    """transformers 4 writes `rope_theta`; 5 writes `rope_parameters` (per layer type for some
+    models, e.g. {"full_attention": {...}, "sliding_attention": {...}})."""
     if "rope_theta" in c:
-        return float(c["rope_theta"])
-    rp = c.get("rope_parameters") or c.get("rope_scaling") or {}
-    return float(rp.get("rope_theta", 10000.0)) if isinstance(rp, dict) else 10000.0
+        return float(c["rope_theta"]), f"{prefix}rope_theta"
+    for key in ("rope_parameters", "rope_scaling"):
+        rp = c.get(key)
+        if not isinstance(rp, dict):
+            continue
+        if "rope_theta" in rp:
+            return float(rp["rope_theta"]), f"{prefix}{key}.rope_theta"
+        for kind in ("full_attention", *rp):
+            sub = rp.get(kind)
+            if isinstance(sub, dict) and "rope_theta" in sub:
+                return float(sub["rope_theta"]), f"{prefix}{key}.{kind}.rope_theta"
+    return 10000.0, None
+
+
+def _provenance(
+    layer: dict[str, Any], top: dict[str, Any], eagle: dict[str, Any], prefix: str
+) -> dict[str, str]:
+    """Where each normalised field came from, so a reader can check the engine reads the same."""
+    out: dict[str, str] = {}
+    for name in (
+        "hidden_size",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "intermediate_size",
+        "vocab_size",
+        "num_hidden_layers",
+        "rms_norm_eps",
+        "max_position_embeddings",
+    ):
+        if name in layer:
+            out[name] = prefix + name
+    for name in ("draft_vocab_size", "target_hidden_size"):
+        if name in top:
+            out[name] = name
+    for name in ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output"):
+        if name in top:
+            out[name] = name
+        elif name in eagle:
+            out[name] = f"eagle_config.{name}"
+    if "use_aux_hidden_state" in eagle:
+        out["use_aux_hidden_state"] = "eagle_config.use_aux_hidden_state"
+    for key in ("dtype", "torch_dtype"):
+        if key in top:
+            out["dtype"] = key
+            break
+        if key in layer:
+            out["dtype"] = prefix + key
+            break
+    return out
 
 
 def _need(c: dict[str, Any], key: str, path: Path | None) -> Any:
@@ -162,6 +221,18 @@ def parse_draft_config(raw: dict[str, Any], path: Path | None = None) -> DraftCo
     def flag(name: str) -> bool:
         return bool(top.get(name, eagle.get(name, False)))
 
+    prefix = "transformer_layer_config." if speculators else ""
+    rope_theta, rope_key = _rope_theta(layer, prefix)
+    provenance = _provenance(layer, top, eagle, prefix)
+    if rope_key:
+        provenance["rope_theta"] = rope_key
+    if location:
+        provenance["aux_layer_ids"] = (
+            "eagle_aux_hidden_state_layer_ids"
+            if location == "top_level"
+            else "eagle_config.eagle_aux_hidden_state_layer_ids"
+        )
+
     return DraftConfig(
         source="speculators" if speculators else "flat",
         architectures=list(raw.get("architectures") or []),
@@ -191,7 +262,7 @@ def parse_draft_config(raw: dict[str, Any], path: Path | None = None) -> DraftCo
         ),
         bias=bool(top.get("bias", False)),
         rms_norm_eps=float(layer.get("rms_norm_eps", 1e-6)),
-        rope_theta=_rope_theta(layer),
+        rope_theta=rope_theta,
         max_position_embeddings=int(layer.get("max_position_embeddings", 2048)),
         dtype=top.get("dtype")
         or top.get("torch_dtype")
@@ -202,6 +273,7 @@ def parse_draft_config(raw: dict[str, Any], path: Path | None = None) -> DraftCo
         eagle_config=dict(eagle),
         raw=raw,
         path=path,
+        provenance=provenance,
     )
 
 
@@ -218,10 +290,10 @@ _TEXT_KEYS = ("text_config", "language_config", "llm_config")
 
 def parse_target_config(raw: dict[str, Any], path: Path | None = None) -> TargetConfig:
     arch = (raw.get("architectures") or ["unknown"])[0]
-    text = raw
+    text, text_key = raw, None
     for key in _TEXT_KEYS:
         if isinstance(raw.get(key), dict) and "num_hidden_layers" in raw[key]:
-            text = raw[key]
+            text, text_key = raw[key], key
             break
     for key in ("num_hidden_layers", "hidden_size"):
         if key not in text:
@@ -236,6 +308,7 @@ def parse_target_config(raw: dict[str, Any], path: Path | None = None) -> Target
         vocab_size=int(text.get("vocab_size", raw.get("vocab_size", 0))),
         raw=raw,
         path=path,
+        text_config_key=text_key,
     )
 
 
