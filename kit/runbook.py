@@ -1,0 +1,444 @@
+"""Run the notebooks headless with papermill: the same analyses a person steps through, in CI.
+
+A run is a plan of notebook steps, each with its parameters and the steps whose recorded results it
+needs (acceptance analysis waits for the offline expected accept length). Independent steps run in
+parallel kernels in one process; every kernel gets the `python3` kernel, a cell timeout, the repo
+root as working directory and a plotly renderer that embeds plotly.js, so the executed notebooks and
+the postmortem work offline. A failed step is captured (notebook, cell, error) and the others still
+run. The executed notebooks are the single source of truth: `run.json` lists what ran, and every
+result is read back from the notebooks' records.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.errors import KitError
+from kit.findings import Finding, Severity, ranked
+from kit.record import read_records
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+DATA = ROOT / "data"
+SUMMARY_NAME = "run.json"
+
+# Steps of a run, in reading order, with the title the summary and the postmortem use.
+TITLES = {
+    "01_key_inspection": "Key inspection",
+    "02_load_weights_simulation": "Load-weights simulation",
+    "03_hidden_state_tracing": "Hidden-state tracing",
+    "04_acceptance_rate": "Acceptance rate from the server logs",
+    "05_offline_acceptance": "Offline acceptance (what the draft should reach)",
+}
+
+
+@dataclass
+class RunInputs:
+    """What a run analyses. Empty inputs mean the bundled incident (`bundled_incident()`)."""
+
+    draft: Path | None = None  # draft checkpoint folder: keys, load simulation, offline acceptance
+    target: Path | None = None  # transformers target folder: offline acceptance
+    target_config: Path | None = None  # target config.json: tracing (default: the target's)
+    trace_draft: Path | None = None  # draft config for tracing (default: `draft`)
+    engine: str = "sglang==0.5.10"
+    logs: list[Path] = field(default_factory=list)
+    target_class: str | None = None
+    aux_capture: bool | None = None  # None: what the engine release does for the target class
+    num_draft_tokens: int | None = None
+    k: int = 5
+    num_prompts: int | None = None  # offline acceptance on the first N held-out prompts
+
+    @property
+    def empty(self) -> bool:
+        return not (self.draft or self.target or self.target_config or self.logs)
+
+    @classmethod
+    def bundled_incident(cls) -> RunInputs:
+        """The incident of `data/`: the organism pair, Kimi-K2.5 configs and the three server logs.
+
+        Aux capture is off: it was not active for the KimiK25 class in the team's deployment.
+        """
+        logs = DATA / "incident" / "logs"
+        return cls(
+            draft=DATA / "organism" / "draft",
+            target=DATA / "organism" / "target",
+            target_config=DATA / "incident" / "kimi-k2.5" / "target",
+            trace_draft=DATA / "incident" / "kimi-k2.5" / "draft",
+            engine="sglang==0.5.10",
+            logs=[logs / f"{n}.log" for n in ("before", "after-rename", "after-both-fixes")],
+            aux_capture=False,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for key, value in d.items():
+            if isinstance(value, Path):
+                d[key] = str(value)
+        d["logs"] = [str(p) for p in self.logs]
+        return d
+
+
+@dataclass(frozen=True)
+class Step:
+    """One notebook to execute: its parameters and the records it takes from earlier steps."""
+
+    name: str
+    params: dict[str, Any]
+    # parameter name -> (step name, record name): filled in once that step has finished
+    needs: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return TITLES.get(self.name, self.name)
+
+
+@dataclass(frozen=True)
+class StepError:
+    """Where and how a notebook failed, as papermill reports it."""
+
+    cell: int | None  # execution count, the `In [N]` a reader sees
+    ename: str
+    evalue: str
+    source: str = ""  # first line of the failing cell
+
+    def __str__(self) -> str:
+        where = f"cell In [{self.cell}]" if self.cell is not None else "before any cell ran"
+        line = f" ({self.source})" if self.source else ""
+        return f"{where}{line}: {self.ename}: {self.evalue}"
+
+
+@dataclass
+class StepResult:
+    name: str
+    status: str  # "ok" | "failed" | "skipped"
+    params: dict[str, Any] = field(default_factory=dict)
+    notebook: str | None = None  # executed notebook, relative to the run folder
+    seconds: float = 0.0
+    error: StepError | None = None
+    reason: str = ""  # why a step was skipped
+    records: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def title(self) -> str:
+        return TITLES.get(self.name, self.name)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [Finding.from_dict(d) for d in self.records.get("findings", [])]
+
+    def summary_line(self) -> str:
+        if self.status == "ok":
+            return f"{self.name}: ok in {self.seconds:.1f} s"
+        if self.status == "skipped":
+            return f"{self.name}: skipped ({self.reason})"
+        return f"{self.name}: FAILED at {self.error}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("records")
+        return d
+
+
+@dataclass
+class Run:
+    """A finished run: the inputs, each step's result, and every finding ranked."""
+
+    inputs: dict[str, Any]
+    steps: list[StepResult]
+    seconds: float = 0.0
+
+    @property
+    def findings(self) -> list[Finding]:
+        """All steps' findings, the same finding reported twice kept once, then failures."""
+        seen: dict[tuple[str, str], Finding] = {}
+        for step in self.steps:
+            for f in step.findings:
+                seen.setdefault((f.code, f.title), f)
+        return ranked([*seen.values(), *self.failures()])
+
+    def failures(self) -> list[Finding]:
+        """A step that did not complete is a finding: a CI gate must not pass on a blind spot."""
+        return [
+            Finding(
+                code="STEP_FAILED",
+                severity=Severity.ERROR,
+                title=f"{s.title} did not complete: {s.error.ename}: {s.error.evalue}",
+                evidence=(f"notebook {s.notebook}, {s.error}",),
+                fix="Fix or supply the input named in the message and rerun; the other steps ran.",
+                data={"step": s.name},
+            )
+            for s in self.steps
+            if s.status == "failed" and s.error is not None
+        ]
+
+    def step(self, name: str) -> StepResult | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "inputs": self.inputs,
+            "seconds": round(self.seconds, 2),
+            "steps": [s.to_dict() for s in self.steps],
+        }
+
+
+def _s(p: Path | None) -> str | None:
+    return None if p is None else str(Path(p).resolve())
+
+
+def plan(inputs: RunInputs) -> tuple[list[Step], list[StepResult]]:
+    """The steps the inputs allow, and the ones skipped with the input they lack."""
+    steps: list[Step] = []
+    skipped: list[StepResult] = []
+
+    def skip(name: str, reason: str) -> None:
+        skipped.append(StepResult(name, "skipped", reason=reason))
+
+    draft, target = _s(inputs.draft), _s(inputs.target)
+    target_config = _s(inputs.target_config) or target
+    trace_draft = _s(inputs.trace_draft) or draft
+    if draft:
+        steps.append(Step("01_key_inspection", {"draft": draft}))
+        steps.append(Step("02_load_weights_simulation", {"draft": draft, "engine": inputs.engine}))
+    else:
+        skip("01_key_inspection", "no --draft given")
+        skip("02_load_weights_simulation", "no --draft given")
+    if target_config and trace_draft:
+        steps.append(
+            Step(
+                "03_hidden_state_tracing",
+                {
+                    "target_config": target_config,
+                    "draft": trace_draft,
+                    "engine": inputs.engine,
+                    "target_class": inputs.target_class,
+                    "aux_capture": inputs.aux_capture,
+                },
+            )
+        )
+    else:
+        skip("03_hidden_state_tracing", "needs --draft and --target-config (or --target)")
+    if draft and target:
+        steps.append(
+            Step(
+                "05_offline_acceptance",
+                {
+                    "target": target,
+                    "draft": draft,
+                    "engine": inputs.engine,
+                    "k": inputs.k,
+                    "num_prompts": inputs.num_prompts,
+                    "aux_capture": inputs.aux_capture,
+                },
+            )
+        )
+    else:
+        skip("05_offline_acceptance", "needs --draft and --target")
+    if inputs.logs:
+        needs = {}
+        if draft and target:
+            needs["expected_accept_len"] = ("05_offline_acceptance", "expected_accept_len")
+        params = {
+            "logs": [_s(p) for p in inputs.logs],
+            "engine": inputs.engine,
+            "num_draft_tokens": inputs.num_draft_tokens,
+            "expected_accept_len": None,
+        }
+        steps.append(Step("04_acceptance_rate", params, needs))
+    else:
+        skip("04_acceptance_rate", "no --log given")
+    return steps, skipped
+
+
+@contextmanager
+def kernel_env() -> Iterator[None]:
+    """Environment every kernel inherits: kit importable, offline plotly, one thread per kernel."""
+    wanted = {
+        "PLOTLY_RENDERER": "plotly_mimetype+notebook",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "OMP_NUM_THREADS": "1",
+        "TQDM_DISABLE": "1",
+    }
+    saved = {k: os.environ.get(k) for k in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def execute_notebook(
+    source: Path, output: Path, params: dict[str, Any], timeout: float
+) -> StepError | None:
+    """Execute one notebook with papermill; the error (cell, ename, evalue) instead of raising."""
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    try:
+        pm.execute_notebook(
+            str(source),
+            str(output),
+            parameters=params,
+            kernel_name="python3",
+            execution_timeout=timeout,
+            cwd=str(ROOT),
+            progress_bar=False,
+            # quiet the kernel's start-up warning about TCP on localhost (noise on every run)
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+        )
+    except PapermillExecutionError as e:
+        first = next((ln for ln in e.source.splitlines() if ln.strip()), "")
+        return StepError(e.exec_count, e.ename, e.evalue, first.strip()[:80])
+    except Exception as e:  # a timeout, a dead kernel: still one step's failure, not the run's
+        lines = str(e).strip().splitlines()
+        return StepError(None, type(e).__name__, lines[-1] if lines else "")
+    return None
+
+
+def execute(
+    steps: list[Step],
+    out_dir: Path,
+    *,
+    timeout: float = 300,
+    workers: int = 2,
+    progress: bool = True,
+    notebooks: Path = NOTEBOOKS,
+) -> list[StepResult]:
+    """Run the steps, each as soon as the steps it needs have finished, `workers` at a time."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done: dict[str, StepResult] = {}
+    pending = list(steps)
+    planned = {s.name for s in steps}
+
+    def ready(step: Step) -> bool:
+        return all(src in done for src, _ in step.needs.values() if src in planned)
+
+    def run_one(step: Step, params: dict[str, Any]) -> StepResult:
+        out = out_dir / f"{step.name}.ipynb"
+        t0 = time.perf_counter()
+        error = execute_notebook(notebooks / f"{step.name}.ipynb", out, params, timeout)
+        records = read_records(out) if out.is_file() else {}
+        return StepResult(
+            step.name,
+            "failed" if error else "ok",
+            params,
+            out.name if out.is_file() else None,
+            time.perf_counter() - t0,
+            error,
+            records=records,
+        )
+
+    with kernel_env(), ThreadPoolExecutor(workers) as pool, _Progress(progress) as bar:
+        running: dict[Future[StepResult], Step] = {}
+        while pending or running:
+            for step in [s for s in pending if ready(s)]:
+                params = dict(step.params)
+                for param, (src, name) in step.needs.items():
+                    if src in done and name in done[src].records:
+                        params[param] = done[src].records[name]
+                pending.remove(step)
+                running[pool.submit(run_one, step, params)] = step
+                bar.start(step.name)
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                result = future.result()
+                del running[future]
+                done[result.name] = result
+                bar.finish(result)
+    return [done[s.name] for s in steps]
+
+
+class _Progress:
+    """Which notebook is running, with elapsed time; a line per finished notebook."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+            )
+            self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            self.progress.__exit__(*exc)
+
+    def start(self, name: str) -> None:
+        if self.enabled:
+            self.tasks[name] = self.progress.add_task(f"running {name}", total=1)
+
+    def finish(self, result: StepResult) -> None:
+        if self.enabled:
+            mark = "[green]ok[/]" if result.status == "ok" else "[bold red]FAILED[/]"
+            self.progress.update(
+                self.tasks[result.name], description=f"{mark} {result.name}", completed=1
+            )
+
+
+def run(
+    inputs: RunInputs,
+    out_dir: Path,
+    *,
+    timeout: float = 300,
+    workers: int = 2,
+    progress: bool = True,
+) -> Run:
+    """Plan, execute and write `run.json`, `findings.json` and `postmortem.html` into `out_dir`."""
+    from kit import postmortem
+
+    if inputs.empty:
+        inputs = RunInputs.bundled_incident()
+    t0 = time.perf_counter()
+    steps, skipped = plan(inputs)
+    results = execute(steps, out_dir, timeout=timeout, workers=workers, progress=progress)
+    order = list(TITLES)
+    all_steps = sorted([*results, *skipped], key=lambda s: order.index(s.name))
+    result = Run(inputs.to_dict(), all_steps, time.perf_counter() - t0)
+    (out_dir / SUMMARY_NAME).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    (out_dir / "findings.json").write_text(
+        json.dumps([f.to_dict() for f in result.findings], indent=2) + "\n"
+    )
+    postmortem.write(result, out_dir / "postmortem.html")
+    return result
+
+
+def load_run(run_dir: str | Path) -> Run:
+    """A finished run read back from its folder: `run.json` plus the executed notebooks' records."""
+    folder = Path(run_dir)
+    summary = folder / SUMMARY_NAME
+    try:
+        data = json.loads(summary.read_text())
+    except FileNotFoundError:
+        raise KitError("no run here (run `python -m kit run --out` first)", summary) from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise KitError(f"not a readable run summary ({e})", summary) from None
+    steps = []
+    for d in data["steps"]:
+        error = StepError(**d["error"]) if d.get("error") else None
+        step = StepResult(**{**d, "error": error})
+        if step.notebook and (folder / step.notebook).is_file():
+            step.records = read_records(folder / step.notebook)
+        steps.append(step)
+    return Run(data["inputs"], steps, data.get("seconds", 0.0))
