@@ -1,0 +1,290 @@
+"""Which trainer wrote a draft checkpoint, in which key layout, and how to rename between layouts.
+
+Each trainer leaves a recognisable mix of architecture name, decoder-layer key names, present or
+absent tensors and dtypes (shared/reference/checkpoint-formats.md §1-2). A format is a list of
+such claims; the guess is the format whose claims hold best, with the ones that held as evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kit.checkpoint import FLOAT_DTYPES, Checkpoint
+from kit.config import DraftConfig
+from kit.errors import KitError
+
+# Key layouts of the draft's decoder layer(s).
+LAYERS = "layers"  # layers.{i}.*              (speculators, ModelOpt >= Mar 2026)
+MIDLAYER = "midlayer"  # midlayer.*            (EAGLE, SpecForge, ModelOpt 1 layer)
+MIDLAYER_INDEXED = "midlayer_indexed"  # midlayer.{i}.*  (ModelOpt < Mar 2026, N layers)
+MODEL_PREFIXED = "model_prefixed"  # model.layers.{i}.*, model.fc … (HF-style module prefix)
+LAYOUTS = (LAYERS, MIDLAYER, MIDLAYER_INDEXED, MODEL_PREFIXED)
+
+# Tensors that sit outside the `model.` prefix in a HF-style (model_prefixed) state dict.
+_UNPREFIXED = ("lm_head.", "d2t", "t2d")
+# ModelOpt-only fields of eagle_config (hf_spec_configs.py); SpecForge writes only the aux ids.
+MODELOPT_EAGLE_FIELDS = frozenset(
+    {
+        "use_input_layernorm_in_first_layer",
+        "use_last_layernorm",
+        "use_mtp_layernorm",
+        "next_layer_regular",
+        "parallel_draft_step",
+        "parallel_draft_heads_num_layers",
+    }
+)
+MODELOPT_ARCHS = frozenset({"LlamaForCausalLMEagle3", "Eagle3DeepseekV2ForCausalLM"})
+
+_LAYER_KEY = re.compile(r"^(?:model\.)?(?:layers\.(\d+)|midlayer(?:\.(\d+))?)\.(.+)$")
+
+
+@dataclass(frozen=True)
+class LayerKey:
+    """A key split into its decoder-layer index (None: not a layer key) and the rest."""
+
+    index: int | None
+    rest: str
+
+
+def split_key(key: str) -> LayerKey:
+    """`layers.0.mlp.up_proj.weight` -> (0, `mlp.up_proj.weight`); `model.fc.weight` -> (None, `fc.weight`)."""
+    m = _LAYER_KEY.match(key)
+    if m:
+        idx = m.group(1) if m.group(1) is not None else m.group(2)
+        return LayerKey(int(idx) if idx is not None else 0, m.group(3))
+    return LayerKey(None, key.removeprefix("model."))
+
+
+def detect_layout(keys: Iterable[str]) -> str | None:
+    """The decoder-layer key layout, or None when no key names a decoder layer."""
+    keys = list(keys)
+    if any(k.startswith("model.") and not k.startswith(_UNPREFIXED) for k in keys):
+        return MODEL_PREFIXED
+    if any(re.match(r"midlayer\.\d+\.", k) for k in keys):
+        return MIDLAYER_INDEXED
+    if any(k.startswith("midlayer.") for k in keys):
+        return MIDLAYER
+    if any(re.match(r"layers\.\d+\.", k) for k in keys):
+        return LAYERS
+    return None
+
+
+def layer_indices(keys: Iterable[str]) -> list[int]:
+    return sorted({lk.index for lk in map(split_key, keys) if lk.index is not None})
+
+
+def format_key(lk: LayerKey, layout: str) -> str:
+    """The name of a split key in `layout`; `KitError` if the layout cannot express it."""
+    if lk.index is None:
+        if layout == MODEL_PREFIXED and not lk.rest.startswith(_UNPREFIXED):
+            return f"model.{lk.rest}"
+        return lk.rest
+    if layout == LAYERS:
+        return f"layers.{lk.index}.{lk.rest}"
+    if layout == MODEL_PREFIXED:
+        return f"model.layers.{lk.index}.{lk.rest}"
+    if layout == MIDLAYER_INDEXED:
+        return f"midlayer.{lk.index}.{lk.rest}"
+    if layout == MIDLAYER:
+        if lk.index != 0:
+            raise KitError(
+                f"layout 'midlayer' holds one decoder layer; cannot place layer {lk.index}"
+            )
+        return f"midlayer.{lk.rest}"
+    raise KitError(f"unknown layout {layout!r}; use one of {', '.join(LAYOUTS)}")
+
+
+def rename_plan(keys: Iterable[str], to_layout: str) -> dict[str, str]:
+    """Old name -> new name for every key whose name changes in `to_layout` (others stay)."""
+    plan: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for key in keys:
+        new = format_key(split_key(key), to_layout)
+        if new in seen:
+            raise KitError(f"{seen[new]!r} and {key!r} would both become {new!r}")
+        seen[new] = key
+        if new != key:
+            plan[key] = new
+    return plan
+
+
+# --- trainer detection ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What detection looks at, gathered once from the checkpoint and its config."""
+
+    keys: frozenset[str]
+    layout: str | None
+    layers: tuple[int, ...]
+    kind: str  # checkpoint kind: safetensors | sharded | pickle
+    float_dtypes: frozenset[str]
+    architecture: str | None
+    config_source: str | None  # "speculators" | "flat" | None (no config)
+    eagle_fields: frozenset[str]
+
+    def has(self, name: str) -> bool:
+        return name in self.keys or f"model.{name}" in self.keys
+
+
+def facts_of(ck: Checkpoint, cfg: DraftConfig | None) -> Facts:
+    keys = frozenset(ck.tensors)
+    return Facts(
+        keys=keys,
+        layout=detect_layout(keys),
+        layers=tuple(layer_indices(keys)),
+        kind=ck.kind,
+        float_dtypes=frozenset(t.dtype for t in ck.tensors.values() if t.dtype in FLOAT_DTYPES),
+        architecture=(cfg.architectures[0] if cfg and cfg.architectures else None),
+        config_source=cfg.source if cfg else None,
+        eagle_fields=frozenset(cfg.eagle_config) if cfg else frozenset(),
+    )
+
+
+Claim = tuple[str, Callable[[Facts], bool]]
+
+
+@dataclass(frozen=True)
+class TrainerFormat:
+    name: str
+    description: str
+    claims: tuple[Claim, ...]
+
+
+def _arch(*names: str) -> Claim:
+    return (f"architectures = {' | '.join(names)}", lambda f: f.architecture in names)
+
+
+def _layout(*layouts: str) -> Claim:
+    return (f"decoder-layer keys in layout {' | '.join(layouts)}", lambda f: f.layout in layouts)
+
+
+def _only_floats(dtype: str) -> Claim:
+    return (f"floating tensors stored as {dtype}", lambda f: f.float_dtypes == {dtype})
+
+
+_EMBED = ("embed_tokens present", lambda f: f.has("embed_tokens.weight"))
+_NO_EMBED = ("no embed_tokens (shared with the target)", lambda f: not f.has("embed_tokens.weight"))
+_D2T_T2D = ("d2t and t2d both saved", lambda f: f.has("d2t") and f.has("t2d"))
+_NO_T2D = ("no t2d", lambda f: not f.has("t2d"))
+_NESTED = (
+    "speculators config (transformer_layer_config)",
+    lambda f: f.config_source == "speculators",
+)
+_FLAT = ("flat LlamaConfig", lambda f: f.config_source == "flat")
+_MODELOPT_EAGLE = (
+    "eagle_config has ModelOpt fields",
+    lambda f: bool(f.eagle_fields & MODELOPT_EAGLE_FIELDS),
+)
+_NOT_MODELOPT_EAGLE = (
+    "eagle_config without ModelOpt fields",
+    lambda f: not (f.eagle_fields & MODELOPT_EAGLE_FIELDS),
+)
+
+TRAINER_FORMATS: tuple[TrainerFormat, ...] = (
+    TrainerFormat(
+        "speculators-trainer",
+        "speculators >= Dec 2025 trainer (Eagle3DraftModel.save_pretrained)",
+        (_arch("Eagle3DraftModel"), _NESTED, _layout(LAYERS), _EMBED, _only_floats("BF16")),
+    ),
+    TrainerFormat(
+        "speculators-converter",
+        "speculators `convert --algorithm eagle3` (Eagle3Speculator)",
+        (_arch("Eagle3Speculator"), _NESTED, _layout(LAYERS)),
+    ),
+    TrainerFormat(
+        "specforge",
+        "SpecForge (sgl-project) export",
+        (
+            _arch("LlamaForCausalLMEagle3"),
+            _FLAT,
+            _layout(MIDLAYER),
+            _NO_EMBED,
+            _D2T_T2D,
+            ("safetensors file", lambda f: f.kind != "pickle"),
+            _NOT_MODELOPT_EAGLE,
+        ),
+    ),
+    TrainerFormat(
+        "eagle-official",
+        "SafeAILab/EAGLE official EAGLE-3 (DeepSpeed pytorch_model.bin)",
+        (
+            _arch("LlamaForCausalLM"),
+            _FLAT,
+            ("pytorch_model.bin (torch pickle)", lambda f: f.kind == "pickle"),
+            _layout(MIDLAYER),
+            _NO_EMBED,
+            _D2T_T2D,
+            _only_floats("F16"),
+        ),
+    ),
+    TrainerFormat(
+        "modelopt-midlayer",
+        "NVIDIA ModelOpt export before its Mar 2026 switch to layers.{i}",
+        (
+            _arch(*sorted(MODELOPT_ARCHS)),
+            _FLAT,
+            _layout(MIDLAYER, MIDLAYER_INDEXED),
+            _NO_EMBED,
+            _NO_T2D,
+            _MODELOPT_EAGLE,
+        ),
+    ),
+    TrainerFormat(
+        "modelopt-layers",
+        "NVIDIA ModelOpt export from Mar 2026 (layers.{i})",
+        (
+            _arch(*sorted(MODELOPT_ARCHS)),
+            _FLAT,
+            _layout(LAYERS),
+            _NO_EMBED,
+            _NO_T2D,
+            _MODELOPT_EAGLE,
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class FormatGuess:
+    """The best-matching trainer format, the key layout, and why."""
+
+    name: str  # a TrainerFormat name, or "unknown"
+    layout: str | None
+    evidence: list[str] = field(default_factory=list)
+    confidence: float = 0.0  # share of the format's claims that hold
+    description: str = ""
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "layout": self.layout,
+            "evidence": list(self.evidence),
+            "confidence": round(self.confidence, 3),
+            "description": self.description,
+        }
+
+
+def detect_format(ck: Checkpoint, cfg: DraftConfig | None = None) -> FormatGuess:
+    """Which trainer wrote `ck`; evidence lists the claims that held and, marked, those that did not."""
+    facts = facts_of(ck, cfg)
+    best: tuple[float, int, TrainerFormat, list[bool]] | None = None
+    for i, fmt in enumerate(TRAINER_FORMATS):
+        held = [test(facts) for _, test in fmt.claims]
+        score = sum(held) / len(held)
+        if best is None or (score, -i) > (best[0], -best[1]):
+            best = (score, i, fmt, held)
+    assert best is not None
+    score, _, fmt, held = best
+    layout_note = f"layout: {facts.layout or 'no decoder-layer keys'}" + (
+        f" (layers {list(facts.layers)})" if facts.layers else ""
+    )
+    if score < 0.5 or (not held[0] and facts.layout is None):
+        return FormatGuess("unknown", facts.layout, [layout_note, "no trainer's signature fits"])
+    evidence = [
+        claim if ok else f"NOT: {claim}" for (claim, _), ok in zip(fmt.claims, held, strict=True)
+    ]
+    return FormatGuess(fmt.name, facts.layout, [*evidence, layout_note], score, fmt.description)
