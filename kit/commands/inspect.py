@@ -1,0 +1,135 @@
+"""`python -m kit inspect PATH`: tensors by module, detected trainer format, config and findings."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+HELP = "Read a draft checkpoint's headers and config: format, tensors by module, findings."
+
+# Show every tensor up to this many; beyond it (a full target) one line per module.
+MAX_TENSOR_ROWS = 200
+_LAYER_MODULE = re.compile(r"^(.*?(?:layers|midlayer|h|blocks)\.\d+)\.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "path",
+        help="a .safetensors file, an index .json, a .bin/.pt, a folder or a cached HF repo id",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--stats",
+        action="store_true",
+        help="also read tensor bytes: value statistics and the LOOKS_UNTRAINED check",
+    )
+    parser.add_argument(
+        "--fail-on",
+        metavar="SEVERITY",
+        help="exit 1 when a finding is at least this severe (info, warning, error, critical)",
+    )
+
+
+def module_of(name: str) -> str:
+    """`layers.0.mlp.up_proj.weight` -> `layers.0`; `fc.weight` -> `fc`; `d2t` -> `d2t`."""
+    m = _LAYER_MODULE.match(name)
+    if m:
+        return m.group(1)
+    if name.startswith("midlayer."):
+        return "midlayer"
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def run(args: argparse.Namespace) -> int:
+    from kit.findings import Severity, dumps, worst
+    from kit.inspection import inspect_checkpoint
+
+    threshold = Severity.parse(args.fail_on) if args.fail_on else None
+    report = inspect_checkpoint(args.path, stats=args.stats)
+    if args.json:
+        sys.stdout.write(dumps(report.to_dict()) + "\n")
+    else:
+        _print_text(report)
+    gate = worst(report.findings)
+    return 1 if threshold is not None and gate is not None and gate >= threshold else 0
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1024 or unit == "TB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def _print_text(report) -> None:
+    from rich.console import Console
+    from rich.tree import Tree
+
+    from kit.checkpoint import total_bytes
+    from kit.config import DraftConfig
+    from kit.findings import render_table
+
+    console = Console()
+    ck = report.checkpoint
+    console.print(
+        f"[bold]{report.path}[/]  {ck.kind}, {len(ck.files)} file(s), "
+        f"{len(ck.tensors)} tensors, {_human(total_bytes(ck))}"
+    )
+    fmt = report.format
+    console.print(
+        f"[bold]format[/] {fmt.name} (layout {fmt.layout}, confidence {fmt.confidence:.2f})"
+        + (f": {fmt.description}" if fmt.description else "")
+    )
+    for e in fmt.evidence:
+        console.print(f"  {'[red]✗[/]' if e.startswith('NOT: ') else '[green]✓[/]'} {e}")
+
+    modules: dict[str, list] = {}
+    for t in ck.tensors.values():
+        modules.setdefault(module_of(t.name), []).append(t)
+    tree = Tree("[bold]tensors by module[/]")
+    for mod in sorted(modules):
+        infos = modules[mod]
+        dtypes = ",".join(sorted({t.dtype for t in infos}))
+        node = tree.add(
+            f"[bold]{mod}[/] ({len(infos)}, {dtypes}, {_human(sum(t.nbytes for t in infos))})"
+        )
+        if len(ck.tensors) <= MAX_TENSOR_ROWS:
+            for t in infos:
+                stat = report.stats.get(t.name)
+                extra = (
+                    f"  mean {stat.mean:.3g} std {stat.std:.3g} [{stat.min:.3g}, {stat.max:.3g}]"
+                    if stat is not None and stat.numel
+                    else ""
+                )
+                node.add(f"{t.name}  {t.dtype} {list(t.shape)}  {t.file.name}{extra}")
+    console.print(tree)
+
+    cfg = report.config
+    if isinstance(cfg, DraftConfig):
+        aux = (
+            f"{cfg.aux_layer_ids} ({cfg.aux_layer_convention}, from {cfg.aux_ids_location})"
+            if cfg.aux_layer_ids
+            else "none given (engine default)"
+        )
+        console.print(
+            f"[bold]draft config[/] ({cfg.source}, {', '.join(cfg.architectures) or 'no arch'}): "
+            f"hidden {cfg.hidden_size}, heads {cfg.num_attention_heads}/{cfg.num_key_value_heads} "
+            f"× {cfg.head_dim}, intermediate {cfg.intermediate_size}, layers "
+            f"{cfg.num_hidden_layers}, vocab {cfg.vocab_size} → draft {cfg.draft_vocab_size}, "
+            f"target width {cfg.target_width}, dtype {cfg.dtype}\n"
+            f"  aux layer ids {aux}; norm_before_residual {cfg.norm_before_residual}, "
+            f"norm_before_fc {cfg.norm_before_fc}, fc_norm {cfg.fc_norm}, "
+            f"norm_output {cfg.norm_output}, use_aux_hidden_state {cfg.use_aux_hidden_state}"
+        )
+    elif cfg is not None:
+        console.print(
+            f"[bold]target config[/]: {cfg.architecture} ({cfg.model_type}), "
+            f"{cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, vocab {cfg.vocab_size}"
+        )
+    if report.findings:
+        console.print(render_table(report.findings))
+    else:
+        console.print("[green]No findings.[/]")
