@@ -12,6 +12,7 @@ result is read back from the notebooks' records.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -285,6 +286,10 @@ def execute_notebook(
     """Execute one notebook with papermill; the error (cell, ename, evalue) instead of raising."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
+
+    # papermill's parameter parser cannot read `engine = "sglang==0.5.10"` (two `=`) and then
+    # warns that the engine parameter is unknown; it is injected all the same
+    logging.getLogger("papermill").setLevel(logging.ERROR)
 
     try:
         pm.execute_notebook(

@@ -1,0 +1,116 @@
+"""`doctor`: every check of the notebooks in one call, without Jupyter, findings ranked.
+
+The same library calls the notebooks make (inspection, load replay, aux-capture trace, log analysis,
+offline acceptance), run on whatever inputs are given; a check whose input is absent is listed as
+skipped with the reason, so a verdict never hides what it did not look at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.findings import Finding, ranked
+
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
+
+
+@dataclass
+class Diagnosis:
+    """The findings of every check that ran, root causes first, and the checks that did not."""
+
+    engine: str
+    checks: dict[str, list[Finding]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # check -> why
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def findings(self) -> list[Finding]:
+        seen: dict[tuple[str, str], Finding] = {}
+        for found in self.checks.values():
+            for f in found:
+                seen.setdefault((f.code, f.title), f)
+        return ranked(seen.values())
+
+    @property
+    def root_causes(self) -> list[Finding]:
+        return [f for f in self.findings if f.root_cause]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "checks_run": list(self.checks),
+            "checks_skipped": self.skipped,
+            "facts": self.facts,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def has_weights(path: Path) -> bool:
+    """A file, or a folder holding tensors (a folder with only config.json is a config)."""
+    return path.is_file() or any(any(path.glob(p)) for p in WEIGHT_PATTERNS)
+
+
+def diagnose(
+    draft: str | Path,
+    *,
+    target_config: str | Path | None = None,
+    draft_config: str | Path | None = None,
+    engine: str = "sglang==0.5.10",
+    logs: Sequence[str | Path] = (),
+    target_class: str | None = None,
+    aux_capture: bool | None = None,
+    num_draft_tokens: int | None = None,
+    expected_accept_len: float | None = None,
+) -> Diagnosis:
+    """Run every check the inputs allow. `draft_config` (default: the draft's) is what is traced."""
+    from kit.config import load_draft_config, load_target_config
+    from kit.engines import parse_engine
+
+    release = parse_engine(engine)
+    report = Diagnosis(str(release))
+    draft = Path(draft)
+    if has_weights(draft):
+        from kit.checkpoint import open_checkpoint
+        from kit.inspection import inspect_checkpoint
+        from kit.loading import simulate_load
+
+        inspection = inspect_checkpoint(draft)
+        report.checks["inspection"] = list(inspection.findings)
+        report.facts["format"] = inspection.format.name
+        load = simulate_load(open_checkpoint(draft), load_draft_config(draft), release)
+        report.checks["load"] = list(load.findings)
+        report.facts["keys dropped silently"] = len(load.with_outcome("dropped_silently"))
+    else:
+        why = "the draft path holds a config but no weights"
+        report.skipped["inspection"] = report.skipped["load"] = why
+
+    if target_config is not None:
+        from kit.capture import simulate_capture
+
+        capture = simulate_capture(
+            load_target_config(target_config),
+            load_draft_config(draft_config or draft),
+            release,
+            target_class=target_class,
+            aux_capture=aux_capture,
+        )
+        report.checks["capture"] = list(capture.findings)
+        report.facts.update(hidden_width=capture.hidden_width, fc_applied=capture.fc_applied)
+    else:
+        report.skipped["capture"] = "no target config given"
+
+    if logs:
+        from kit.acceptance import analyze, parse_files
+
+        runs = parse_files(
+            [Path(p) for p in logs], engine=engine, num_draft_tokens=num_draft_tokens
+        )
+        report.checks["acceptance"] = list(
+            analyze(runs, expected_accept_len=expected_accept_len).findings
+        )
+    else:
+        report.skipped["acceptance"] = "no server log given"
+    return report

@@ -1,0 +1,499 @@
+"""Write the notebooks of the kit from the cells below (run: `python notebooks/make_notebooks.py`).
+
+The `.ipynb` files are committed without outputs; this script is their reviewable source, so a change
+to a notebook is a change here. Each notebook: a title that says what the step is for, a cell tagged
+`parameters` (papermill injects new values after it), glue that calls into `kit`, markdown that says
+what to look at and why, records a program reads back (`kit.record`), and widgets only when
+`interactive` is true, so a headless run never waits on them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+
+
+def setup(imports: str = "") -> nbformat.NotebookNode:
+    """The first code cell: the kit's imports, and one thread so parallel kernels share the cores."""
+    return code(
+        "import torch\nfrom IPython.display import HTML, display\n\n"
+        "from kit.findings import render_text, to_html\nfrom kit.postmortem import table_html\n"
+        f"from kit.record import record\n{imports}\n\ntorch.set_num_threads(1)"
+    )
+
+
+def md(text: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(text.strip())
+
+
+def code(text: str, tags: tuple[str, ...] = ()) -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(text.strip())
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    return cell
+
+
+def params(text: str) -> nbformat.NotebookNode:
+    return code(
+        text + "\ninteractive = False  # True: widgets to explore; headless runs keep False",
+        ("parameters",),
+    )
+
+
+FINDINGS = """\
+display(HTML(to_html(findings)))
+record("findings", findings)"""
+
+KEY_INSPECTION = [
+    md("""
+# 1. Key inspection: what is in the draft checkpoint
+
+An engine decides from a tensor's **name** whether it loads it, so the first question is what the
+checkpoint calls its tensors, and what the config around them says. This notebook reads only the
+safetensors headers (no tensor bytes), so it takes milliseconds even for a multi-GB draft.
+
+Look at:
+- **the layout**: `layers.0.*` (speculators, ModelOpt since March 2026) or `midlayer.*` (EAGLE,
+  SpecForge). Engines were written against one of them; the next notebook shows what that costs;
+- **the vocabulary mapping**: a draft with a smaller vocabulary than the target needs `d2t`;
+- **shapes against the config**: `fc` must take `3 × target hidden` inputs, the attention's q/k/v
+  take `2 × hidden`.
+"""),
+    params('draft = "data/organism/draft"  # draft checkpoint folder'),
+    setup("from kit.inspection import inspect_checkpoint"),
+    code("""
+report = inspect_checkpoint(draft)
+info = report.to_dict()
+findings = report.findings
+summary = {
+    "checkpoint": info["path"],
+    "format": info["format"]["name"],
+    "tensors": len(info["tensors"]),
+    "bytes": sum(t["nbytes"] for t in info["tensors"]),
+}
+record("summary", summary)
+summary"""),
+    md("""
+## The keys, grouped by module
+
+Each box is a module; its area is the tensor's size. A draft's decoder layer is most of its bytes,
+so whatever an engine does with the `layers.0` (or `midlayer`) box decides most of its behaviour.
+"""),
+    code("""
+import plotly.graph_objects as go
+
+
+def module_of(name):
+    parts = name.split(".")
+    return ".".join(parts[:2]) if parts[0] in ("layers", "midlayer", "model") else parts[0]
+
+
+tensors = info["tensors"]
+modules = sorted({module_of(t["name"]) for t in tensors})
+fig = go.Figure(
+    go.Treemap(
+        labels=modules + [t["name"] for t in tensors],
+        parents=[""] * len(modules) + [module_of(t["name"]) for t in tensors],
+        values=[0] * len(modules) + [t["nbytes"] for t in tensors],
+        customdata=[""] * len(modules) + [f"{t['dtype']} {t['shape']}" for t in tensors],
+        hovertemplate="%{label}<br>%{customdata}<br>%{value} bytes<extra></extra>",
+    )
+)
+fig.update_layout(title="Tensors by module (area = bytes)", height=450, margin=dict(t=40, l=0, r=0, b=0))
+fig.show()
+record("fig:tensors by module", fig)
+keys = [{"name": t["name"], "dtype": t["dtype"], "shape": t["shape"], "bytes": t["nbytes"]} for t in tensors]
+record("table:keys", keys)
+display(HTML(table_html(keys)))"""),
+    md("""
+## Findings
+
+Ranked with root causes first. `info` findings are facts worth knowing (e.g. no `embed_tokens`:
+engines share the target's); `error` and `critical` ones break speculation.
+"""),
+    code(FINDINGS),
+    md("## Explore (interactive only): filter the keys"),
+    code("""
+if interactive:
+    import ipywidgets as widgets
+
+    @widgets.interact(pattern="layers.0")
+    def show_keys(pattern):
+        display(HTML(table_html([k for k in keys if pattern in k["name"]])))"""),
+]
+
+LOAD_SIMULATION = [
+    md("""
+# 2. Load-weights simulation: what the engine does with each key
+
+Engines load a draft by matching checkpoint keys to their own parameter names, with renames and
+merges (q/k/v into `qkv_proj`, gate/up into `gate_up_proj`). A key that matches nothing may be
+**silently dropped**: the server starts, serves, and the parameter keeps its initial values. This
+notebook replays the loader of one engine release, key by key, from the headers alone.
+
+Look at:
+- keys whose fate is `dropped_silently`: nothing in the server log says so;
+- parameters `left_at_init`: the draft runs with those weights untrained;
+- the release matrix at the end: which releases load this checkpoint as it is.
+"""),
+    params('draft = "data/organism/draft"  # draft checkpoint folder\nengine = "sglang==0.5.10"'),
+    setup(
+        """\
+from kit.checkpoint import open_checkpoint
+from kit.config import load_draft_config
+from kit.engines import all_releases, parse_engine
+from kit.loading import simulate_load"""
+    ),
+    code("""
+ck = open_checkpoint(draft)
+cfg = load_draft_config(draft)
+report = simulate_load(ck, cfg, engine)
+fates = [{"key": k.key, "outcome": k.outcome, "param": k.param, "message": k.message} for k in report.keys]
+at_init = [{"param": p.name, "shape": p.shape, "init": p.init} for p in report.params if p.state == "left_at_init"]
+findings = report.findings
+summary = {
+    "engine": engine,
+    "keys": len(fates),
+    "keys dropped silently": sum(f["outcome"] == "dropped_silently" for f in fates),
+    "parameters left at init": len(at_init),
+}
+record("summary", summary)
+summary"""),
+    md("""
+## Every key's fate
+
+Green keys reach a parameter; red keys are dropped without a word. The parameters that nothing
+loaded are listed below the chart: they are the draft's untrained part in this engine.
+"""),
+    code("""
+import plotly.graph_objects as go
+
+COLOURS = {"loaded": "#2e7d32", "consumed": "#66bb6a", "ignored": "#90a4ae", "warned": "#ffa000", "dropped_silently": "#c62828", "error": "#6a1b9a"}
+outcomes = [o for o in COLOURS if any(f["outcome"] == o for f in fates)]
+fig = go.Figure(
+    [go.Bar(name=o, x=[sum(f["outcome"] == o for f in fates)], y=[engine], orientation="h", marker_color=COLOURS[o]) for o in outcomes]
+)
+fig.update_layout(barmode="stack", title=f"Checkpoint keys by fate under {engine}", height=250, xaxis_title="keys")
+fig.show()
+record("fig:key fates", fig)
+record("table:key fates", fates)
+record("table:parameters left at init", at_init)
+display(HTML(table_html(fates)))
+display(HTML(table_html(at_init)))"""),
+    code(FINDINGS),
+    md("""
+## Which releases load this checkpoint?
+
+The same replay for every release of the engine the kit models. A release where the red bar drops
+to zero loads the checkpoint as it is; otherwise the fix is a rename (`python -m kit fix`).
+"""),
+    code("""
+releases = all_releases(parse_engine(engine).name)
+matrix = []
+for release in releases:
+    r = simulate_load(ck, cfg, release)
+    matrix.append(
+        {
+            "release": str(release),
+            "dropped silently": sum(k.outcome == "dropped_silently" for k in r.keys),
+            "left at init": sum(p.state == "left_at_init" for p in r.params),
+            "crashed": r.crashed,
+        }
+    )
+fig = go.Figure(
+    [
+        go.Bar(name="keys dropped silently", x=[m["release"] for m in matrix], y=[m["dropped silently"] for m in matrix], marker_color="#c62828"),
+        go.Bar(name="parameters left at init", x=[m["release"] for m in matrix], y=[m["left at init"] for m in matrix], marker_color="#ffa000"),
+    ]
+)
+fig.update_layout(barmode="group", title="Across releases", height=350, xaxis_tickangle=-60)
+fig.show()
+record("fig:across releases", fig)
+record("table:across releases", matrix)"""),
+    md("## Explore (interactive only): pick another release"),
+    code("""
+if interactive:
+    import ipywidgets as widgets
+
+    @widgets.interact(release=widgets.Dropdown(options=[str(r) for r in releases], value=engine))
+    def show_release(release):
+        print(render_text(simulate_load(ck, cfg, release).findings, title=release))"""),
+]
+
+TRACING = [
+    md("""
+# 3. Hidden-state tracing: what reaches the draft
+
+EAGLE-3 feeds the draft three hidden states of the target (a low, a middle and a high layer),
+concatenated, and the draft's `fc` projects them back to one hidden width. Which layers are
+captured, and whether they are captured at all, depends on the engine release and on the target's
+model class. SGLang applies `fc` only when the incoming width differs from the embedding width: hand
+it a single hidden state and `fc` is silently **bypassed**.
+
+This notebook traces the draft's forward pass on the meta device (shapes only, no memory) at full
+scale, step by step along named hook points. Look at the width entering the draft and whether the
+`fc` box is red.
+"""),
+    params(
+        'target_config = "data/incident/kimi-k2.5/target"  # target config.json or its folder\n'
+        'draft = "data/incident/kimi-k2.5/draft"  # draft config.json or checkpoint folder\n'
+        'engine = "sglang==0.5.10"\n'
+        "target_class = None  # model class serving the target (default: its architecture)\n"
+        "aux_capture = None  # None: what the release does for that class; False: capture off"
+    ),
+    setup(
+        """\
+from kit.config import load_draft_config, load_target_config
+from kit.plots.datapath import datapath_figure
+from kit.trace import trace_draft"""
+    ),
+    code("""
+target_cfg = load_target_config(target_config)
+draft_cfg = load_draft_config(draft)
+report = trace_draft(target_cfg, draft_cfg, engine, target_class=target_class, aux_capture=aux_capture)
+trace = report.to_dict()
+findings = report.findings
+summary = {k: trace[k] for k in ("captured_layers", "hidden_width", "fc_applied") if k in trace}
+record("summary", summary)
+summary"""),
+    md("""
+## The data path as deployed
+
+One box per hook point with the tensor shape that crosses it. A red box is a step that is bypassed
+or fails.
+"""),
+    code("""
+fig = datapath_figure(report)
+fig.show()
+record("fig:data path as deployed", fig)
+hooks = trace.get("hooks", [])
+record("table:hook shapes", hooks)
+display(HTML(table_html(hooks)))"""),
+    md("""
+## The same draft with aux capture on
+
+What the draft was trained on: three captured hidden states, concatenated, through `fc`.
+"""),
+    code("""
+healthy = trace_draft(target_cfg, draft_cfg, engine, target_class=target_class, aux_capture=True)
+fig = datapath_figure(healthy)
+fig.show()
+record("fig:data path with aux capture on", fig)"""),
+    code(FINDINGS),
+    md("## Explore (interactive only): pick another release"),
+    code("""
+if interactive:
+    import ipywidgets as widgets
+    from kit.engines import all_releases, parse_engine
+
+    releases = [str(r) for r in all_releases(parse_engine(engine).name)]
+
+    @widgets.interact(release=widgets.Dropdown(options=releases, value=engine), capture=[None, True, False])
+    def show_release(release, capture):
+        r = trace_draft(target_cfg, draft_cfg, release, target_class=target_class, aux_capture=capture)
+        datapath_figure(r).show()
+        print(render_text(r.findings, title=release))"""),
+]
+
+ACCEPTANCE = [
+    md("""
+# 4. Acceptance rate: what the server logs say
+
+The server logs an `accept len` (tokens kept per verify step, the target's own included) and, in
+some releases, an `accept rate`, whose formula changed between releases. With 5 draft tokens,
+`accept len: 1.00` means not one drafted token was ever accepted: the signature of a draft that
+receives the wrong weights or the wrong input, not of a draft that is merely weak.
+
+Look at: the accept length of each run against the zero-acceptance floor (1.0) and against what the
+draft reaches offline when wired correctly (the dashed line, from notebook 5); and whether a fix
+moved it.
+"""),
+    params(
+        'logs = ["data/incident/logs/before.log", "data/incident/logs/after-rename.log", "data/incident/logs/after-both-fixes.log"]\n'
+        'engine = "sglang==0.5.10"  # the release that wrote the logs (None: inferred from the format)\n'
+        "num_draft_tokens = None  # None: from the logs\n"
+        "expected_accept_len = None  # offline expected accept length (notebook 5)"
+    ),
+    setup(
+        """\
+from kit.acceptance import analyze, parse_files
+from kit.plots.acceptance import accept_len_figure, throughput_figure"""
+    ),
+    code("""
+runs = parse_files(logs, engine=engine, num_draft_tokens=num_draft_tokens)
+report = analyze(runs, expected_accept_len=expected_accept_len)
+findings = report.findings
+analysis = report.to_dict()
+compared = analysis.get("runs", [])
+record("table:runs compared", compared)
+record("summary", {"logs": len(logs), "expected accept len (offline)": expected_accept_len})
+display(HTML(table_html(compared)))"""),
+    md("""
+## Accept length over time, observed against expected
+
+Each run is one log. The red line at 1.0 is zero acceptance; the dashed line is the offline
+expectation for this draft wired correctly.
+"""),
+    code("""
+fig = accept_len_figure(runs, expected=expected_accept_len)
+fig.show()
+record("fig:accept length, observed against expected", fig)
+fig = throughput_figure(runs)
+fig.show()
+record("fig:throughput before against after", fig)"""),
+    code(FINDINGS),
+    md("## Explore (interactive only): one run at a time"),
+    code("""
+if interactive:
+    import ipywidgets as widgets
+
+    @widgets.interact(run=widgets.Dropdown(options=list(range(len(runs))), value=0))
+    def show_run(run):
+        accept_len_figure([runs[run]], expected=expected_accept_len).show()"""),
+]
+
+OFFLINE = [
+    md("""
+# 5. Offline acceptance: what the draft should reach
+
+The bundled small target and its EAGLE-3 draft, run on CPU: the draft proposes `k` tokens, the
+target verifies them greedily, and every accepted position is counted. Run four ways, the faults
+injected from the other analyses rather than by hand:
+
+- **healthy**: every weight loaded, three aux hidden states through `fc`;
+- **as loaded by the engine**: tensors the release drops stay at its init (notebook 2);
+- **aux capture off**: the single final hidden state, `fc` bypassed (notebook 3);
+- **both**: what the server actually ran.
+
+Look at how far each fault pulls accept length from healthy: the healthy figure is the expectation
+a server log is judged against.
+"""),
+    params(
+        'target = "data/organism/target"  # transformers target folder\n'
+        'draft = "data/organism/draft"  # draft checkpoint folder\n'
+        'engine = "sglang==0.5.10"\n'
+        "k = 5  # draft tokens per step\n"
+        "num_prompts = None  # None: every held-out prompt\n"
+        "aux_capture = False  # the deployment's aux capture"
+    ),
+    setup("from kit.organism import evaluate, load_prompts"),
+    code("""
+prompts = load_prompts(target)[:num_prompts] if num_prompts else None
+wirings = {
+    "healthy": dict(as_loaded_by=None, aux_capture=True),
+    f"as loaded by {engine}": dict(as_loaded_by=engine, aux_capture=True),
+    "aux capture off": dict(as_loaded_by=None, aux_capture=aux_capture),
+    "both (as deployed)": dict(as_loaded_by=engine, aux_capture=aux_capture),
+}
+results = {name: evaluate(target, draft, k=k, prompts=prompts, progress=False, **kw) for name, kw in wirings.items()}
+table = [
+    {"wiring": name, "accept len": r.accept_len, "step-0 acceptance": r.step0_accuracy, "per position": [round(p, 3) for p in r.per_position]}
+    for name, r in results.items()
+]
+record("table:wirings", table)
+record("expected_accept_len", results["healthy"].accept_len)
+findings = [f for r in results.values() for f in r.findings]
+record("summary", {"k": k, "expected accept len (healthy)": results["healthy"].accept_len})
+display(HTML(table_html(table)))"""),
+    md("""
+## Acceptance per draft position
+
+The first drafted token lands most often; each later one needs all before it accepted. A fault
+that flattens every position to zero is what a server with `accept len 1.00` runs.
+"""),
+    code("""
+import plotly.graph_objects as go
+
+fig = go.Figure(
+    [go.Bar(name=name, x=[f"position {i}" for i in range(len(r.per_position))], y=r.per_position) for name, r in results.items()]
+)
+fig.update_layout(barmode="group", title=f"Acceptance per position (k = {k})", yaxis_title="accepted fraction", height=380)
+fig.show()
+record("fig:acceptance per position", fig)
+fig = go.Figure(go.Bar(x=list(results), y=[r.accept_len for r in results.values()], marker_color=["#2e7d32", "#ffa000", "#ffa000", "#c62828"]))
+fig.add_hline(y=1.0, line_color="#c62828", annotation_text="zero acceptance")
+fig.update_layout(title="Accept length by wiring", yaxis_title="accept len", height=350)
+fig.show()
+record("fig:accept length by wiring", fig)"""),
+    code(FINDINGS),
+]
+
+POSTMORTEM = [
+    md("""
+# Postmortem of a run
+
+`python -m kit run --out runs/NAME` executes notebooks 1–5 headless and writes their executed copies,
+`findings.json` and `postmortem.html` into `runs/NAME`. This notebook reads such a run back, from
+the records inside the executed notebooks, and shows the verdict: the root causes first, each with
+its evidence and its fix, then what ran and what did not.
+"""),
+    params('run_dir = "runs/demo"  # a folder written by `python -m kit run`'),
+    setup("from kit import postmortem\nfrom kit.runbook import load_run"),
+    code("""
+run = load_run(run_dir)
+findings = run.findings
+verdict = [f for f in findings if f.root_cause]
+record("verdict", verdict)
+record("steps", {s.name: s.status for s in run.steps})
+display(HTML(postmortem.verdict_html(run)))"""),
+    md("## What ran"),
+    code("display(HTML(postmortem.status_html(run)))"),
+    md("## The key figures of each step"),
+    code("""
+import plotly.graph_objects as go
+
+for step in run.steps:
+    for name, figure in step.records.items():
+        if name.startswith("fig:"):
+            go.Figure(figure).show()"""),
+    md("## Explore (interactive only): pick a step"),
+    code("""
+if interactive:
+    import ipywidgets as widgets
+
+    @widgets.interact(step=[s.name for s in run.steps])
+    def show_step(step):
+        display(HTML(postmortem.step_html(run.step(step))))"""),
+]
+
+NOTEBOOKS = {
+    "01_key_inspection": KEY_INSPECTION,
+    "02_load_weights_simulation": LOAD_SIMULATION,
+    "03_hidden_state_tracing": TRACING,
+    "04_acceptance_rate": ACCEPTANCE,
+    "05_offline_acceptance": OFFLINE,
+    "postmortem": POSTMORTEM,
+}
+
+
+def build(name: str, cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.metadata["language_info"] = {"name": "python"}
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{name[:2]}-{i:02d}"
+    return nb
+
+
+def main() -> None:
+    paths = []
+    for name, cells in NOTEBOOKS.items():
+        paths.append(HERE / f"{name}.ipynb")
+        nbformat.write(build(name, cells), paths[-1])
+    # the repo's formatter owns code style inside notebooks too
+    files = [str(p) for p in paths]
+    subprocess.run([sys.executable, "-m", "ruff", "check", "--fix", "--quiet", *files], check=False)
+    subprocess.run([sys.executable, "-m", "ruff", "format", "--quiet", *files], check=True)
+
+
+if __name__ == "__main__":
+    main()
