@@ -1,0 +1,92 @@
+"""Prometheus text exposition from SGLang or vLLM, read with `prometheus_client`'s parser.
+
+One scrape is one window. SGLang exports gauges set at each decode log (`sglang:spec_accept_length`,
+`sglang:spec_accept_rate`, ≥0.5.13 `sglang:spec_num_steps` / `sglang:spec_num_draft_tokens`;
+sglang-eagle3.md §F.3); vLLM V1 exports counters (`vllm:spec_decode_num_drafts`,
+`…_num_draft_tokens`, `…_num_accepted_tokens`, `…_num_accepted_tokens_per_pos{position}`;
+vllm-eagle3.md §5), from which accept len, rate and per-position rates follow.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TextIO
+
+from prometheus_client.parser import text_fd_to_metric_families
+
+from kit.acceptance.model import Run, Window
+from kit.errors import KitError
+
+
+def looks_like(head: str) -> bool:
+    return "sglang:spec_" in head or "vllm:spec_decode" in head or head.startswith("# HELP")
+
+
+def _base(name: str) -> str:
+    for suffix in ("_total", "_created"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def read(f: TextIO, run: Run) -> None:
+    """Fold one scrape into `run` (one window); a malformed exposition is a `KitError`."""
+    first: dict[str, float] = {}
+    sums: dict[str, float] = defaultdict(float)
+    per_pos: dict[int, float] = defaultdict(float)
+    try:
+        for family in text_fd_to_metric_families(f):
+            for s in family.samples:
+                if s.name.endswith("_created"):
+                    continue
+                name = _base(s.name)
+                first.setdefault(name, s.value)
+                sums[name] += s.value
+                if name == "vllm:spec_decode_num_accepted_tokens_per_pos":
+                    per_pos[int(s.labels.get("position", 0))] += s.value
+    except (ValueError, TypeError) as e:
+        raise KitError(f"not valid Prometheus text exposition: {e}", run.source) from None
+    if "sglang:spec_accept_length" in first:
+        _sglang(first, run)
+    elif "vllm:spec_decode_num_drafts" in sums or "vllm:spec_decode_num_draft_tokens" in sums:
+        _vllm(sums, per_pos, run)
+    else:
+        run.notes.append("no speculative-decoding metric in this exposition")
+
+
+def _sglang(g: dict[str, float], run: Run) -> None:
+    run.engine_name = "sglang"
+    if "sglang:spec_num_steps" in g:
+        run.num_steps = run.num_steps or int(g["sglang:spec_num_steps"])
+    if "sglang:spec_num_draft_tokens" in g:
+        run.num_draft_tokens = run.num_draft_tokens or int(g["sglang:spec_num_draft_tokens"])
+    run.formats[("sglang", "prometheus", "sglang:spec_accept_rate" in g)] += 1
+    run.add(
+        Window(
+            accept_len=g["sglang:spec_accept_length"],
+            accept_rate=g.get("sglang:spec_accept_rate"),
+            throughput=g.get("sglang:gen_throughput"),
+            running=int(g["sglang:num_running_reqs"]) if "sglang:num_running_reqs" in g else None,
+            kind="prometheus",
+        )
+    )
+
+
+def _vllm(c: dict[str, float], per_pos: dict[int, float], run: Run) -> None:
+    run.engine_name = "vllm"
+    drafts = c.get("vllm:spec_decode_num_drafts", 0.0)
+    draft_tokens = c.get("vllm:spec_decode_num_draft_tokens", 0.0)
+    accepted = c.get("vllm:spec_decode_num_accepted_tokens", 0.0)
+    if drafts:
+        run.num_steps = run.num_steps or round(draft_tokens / drafts)
+    run.formats[("vllm", "prometheus-v1")] += 1
+    run.add(
+        Window(
+            accept_len=1 + accepted / drafts if drafts else None,
+            accept_rate=accepted / draft_tokens if draft_tokens else None,
+            per_position=tuple(per_pos[i] / drafts for i in sorted(per_pos)) if drafts else None,
+            accepted=int(accepted),
+            drafted=int(draft_tokens),
+            kind="prometheus",
+        )
+    )

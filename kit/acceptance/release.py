@@ -1,0 +1,218 @@
+"""Which release wrote a run, from the formats it printed and the arithmetic of its rates.
+
+The format narrows a version range (a `Decode batch [N],` header is 0.5.4; no trailing `, ` is
+≥0.5.9; `cap len` is ≥0.5.16); the logged (accept len, accept rate) pairs then say which rate
+formula was in force, and with it the number of draft tokens D. A release the user gives wins;
+disagreement between it and the log is recorded as a conflict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from packaging.version import Version
+
+from kit.acceptance.formulas import (
+    SGLANG_ACCEPT_RATE,
+    SGLANG_DECODE_FORMATS,
+    SGLANG_FIELD_RANGES,
+    SGLANG_META_KEYS,
+    VLLM_FAMILIES,
+    VLLM_LOG_CALL_LINE,
+    RateFormula,
+)
+from kit.acceptance.model import Run
+from kit.engines import RELEASES, EngineRelease, Row, VersionRange, pick
+
+MAX_D = 64
+SAMPLE = 2000
+
+
+def _intersect(a: VersionRange | None, b: VersionRange) -> VersionRange | None:
+    if a is None:
+        return b
+    first = max(a.first, b.first, key=Version)
+    untils = [u for u in (a.until, b.until) if u is not None]
+    until = min(untils, key=Version) if untils else None
+    if until is not None and Version(first) >= Version(until):
+        return VersionRange(first, first)  # empty: the caller reports the conflict
+    return VersionRange(first, until)
+
+
+def _hull(ranges: Iterable[VersionRange]) -> VersionRange:
+    rs = list(ranges)
+    first = min((r.first for r in rs), key=Version)
+    until = None if any(r.until is None for r in rs) else max((r.until for r in rs), key=Version)
+    return VersionRange(first, until)
+
+
+def _empty(r: VersionRange) -> bool:
+    return r.until is not None and Version(r.first) >= Version(r.until)
+
+
+def _decode_rows(sig: tuple) -> list[Row]:
+    _, header, rate, graph, trailing, _extras = sig
+    match = [
+        row
+        for row in SGLANG_DECODE_FORMATS
+        if row.value.header == header
+        and row.value.graph == (graph is not None)
+        and row.value.trailing == trailing
+        and (rate is None or row.value.rate == rate)
+    ]
+    return [r for r in match if r.value.default] or match
+
+
+def format_range(run: Run) -> None:
+    """Narrow `run.release_range` from every format signature seen."""
+    rng: VersionRange | None = None
+    for sig in run.formats:
+        rows: list[Row] = []
+        if sig[0] == "sglang" and sig[1] in ("dot", "iter", "comma"):
+            rows = _decode_rows(sig)
+            if not rows:
+                run.conflicts.append(f"decode-line shape {sig[1:5]} matches no known release")
+                continue
+            rng = _intersect(rng, _hull(r.versions for r in rows))
+            extra_rows = [
+                SGLANG_FIELD_RANGES[k] for k in (sig[3], *sig[5]) if k in SGLANG_FIELD_RANGES
+            ]
+            for r in extra_rows:
+                rng = _intersect(rng, r.versions)
+            rows += extra_rows
+        elif sig[0] == "sglang" and sig[1] == "meta_info":
+            rows = [SGLANG_META_KEYS[k] for k in sig[2]]
+            for r in rows:
+                rng = _intersect(rng, r.versions)
+        elif sig[0] == "sglang" and sig[1] == "prometheus" and sig[2]:
+            rng = _intersect(rng, VersionRange("0.5.3.post2"))
+        elif sig[0] == "vllm" and sig[1] in VLLM_FAMILIES:
+            rows = [VLLM_FAMILIES[sig[1]]]
+            if sig[2] in VLLM_LOG_CALL_LINE:
+                rows.append(VLLM_LOG_CALL_LINE[sig[2]])
+            for r in rows:
+                rng = _intersect(rng, r.versions)
+        for r in rows:
+            if r.source not in run.format_sources:
+                run.format_sources.append(r.source)
+    if rng is not None and _empty(rng):
+        run.conflicts.append("the file mixes line formats of different releases")
+        rng = None
+    run.release_range = rng
+
+
+def _pairs(run: Run) -> list[tuple[float, float]]:
+    pairs = [
+        (w.accept_len, w.accept_rate)
+        for w in run.windows
+        if w.kind == "decode" and w.accept_len is not None and w.accept_rate is not None
+    ]
+    return pairs[:: max(1, len(pairs) // SAMPLE)]
+
+
+def _fitting_n(formula: RateFormula, pairs: list[tuple[float, float]], n: int | None) -> list[int]:
+    candidates = [n] if n else range(2, MAX_D + 1)
+    return [c for c in candidates if all(formula.fits(al, ar, c) for al, ar in pairs)]
+
+
+def _known_n(run: Run, formula: RateFormula) -> int | None:
+    if formula.denominator == "num_steps + 1":
+        if run.num_steps:
+            return run.num_steps + 1
+        return run.num_draft_tokens if run.topk in (None, 1) else None
+    if run.num_draft_tokens:
+        return run.num_draft_tokens
+    return run.num_steps + 1 if run.num_steps and run.topk == 1 else None
+
+
+def sglang_formula(run: Run, given: EngineRelease | None) -> None:
+    """Pick the accept-rate formula row (and D) in force for an SGLang run."""
+    pairs = _pairs(run)
+    rows = [r for r in SGLANG_ACCEPT_RATE if _overlaps(r.versions, run.release_range)]
+    if given is not None:
+        row = pick(SGLANG_ACCEPT_RATE, given)
+        run.formula = row
+        if row.value is not None and pairs:
+            fits = _fitting_n(row.value, pairs, _known_n(run, row.value))
+            if fits:
+                run.rate_denominator = fits[0] if len(fits) == 1 else None
+            else:
+                others = [
+                    r
+                    for r in SGLANG_ACCEPT_RATE
+                    if r.value is not None and _fitting_n(r.value, pairs, _known_n(run, r.value))
+                ]
+                hint = f"; they fit {others[0].versions} ({others[0].value.expr})" if others else ""
+                run.conflicts.append(
+                    f"logged accept rates do not follow {given}'s formula {row.value.expr}{hint}"
+                )
+        elif row.value is None and pairs:
+            run.conflicts.append(f"{given} prints no accept rate, but this log has one")
+        return
+    if not pairs:
+        run.formula = rows[0] if len(rows) == 1 else None
+        return
+    fitting = []
+    for r in rows:
+        if r.value is None:
+            continue
+        ns = _fitting_n(r.value, pairs, _known_n(run, r.value))
+        if ns:
+            fitting.append((r, ns))
+    if not fitting:
+        run.conflicts.append("the logged accept rates fit no known SGLang formula")
+        return
+    row, ns = fitting[0]
+    run.formula = row
+    if len(ns) == 1:
+        run.rate_denominator = ns[0]
+    if len(fitting) == 1:
+        run.release_range = _intersect(run.release_range, row.versions)
+    else:
+        run.notes.append(
+            "rates fit several formulas: " + "; ".join(r.value.expr for r, _ in fitting)
+        )
+    if run.rate_denominator and row.value.denominator == "D" and not run.num_draft_tokens:
+        run.num_draft_tokens = run.rate_denominator
+        run.notes.append(f"D = {run.rate_denominator} inferred from accept len / accept rate")
+    if run.rate_denominator and row.value.denominator == "num_steps + 1" and not run.num_steps:
+        run.num_steps = run.rate_denominator - 1
+        run.notes.append(f"num_steps = {run.num_steps} inferred from accept len / accept rate")
+
+
+def _overlaps(r: VersionRange, rng: VersionRange | None) -> bool:
+    return rng is None or not _empty(_intersect(rng, r))
+
+
+def label(name: str, rng: VersionRange | None) -> str:
+    """`sglang==0.5.4` when the range holds one known release, else `sglang>=0.5.9,<0.5.11`."""
+    if rng is None:
+        return name
+    inside = [v for v in RELEASES.get(name, ()) if EngineRelease(name, Version(v)) in rng]
+    if len(inside) == 1:
+        return f"{name}=={inside[0]}"
+    return f"{name}{rng}"
+
+
+def infer(run: Run, given: EngineRelease | None) -> None:
+    """Fill the run's release range, formula, D and engine label; record conflicts."""
+    format_range(run)
+    if given is not None:
+        if run.engine_name and run.engine_name != given.name:
+            run.conflicts.append(
+                f"--engine {given} given, but the log was written by {run.engine_name}"
+            )
+        elif run.release_range is not None and given not in run.release_range:
+            run.conflicts.append(
+                f"--engine {given} given, but the line format is that of "
+                f"{label(given.name, run.release_range)} ({'; '.join(run.format_sources)})"
+            )
+        run.engine, run.engine_given = str(given), True
+        if run.engine_name is None:
+            run.engine_name = given.name
+    if run.engine_name == "sglang":
+        sglang_formula(run, given if given and given.name == "sglang" else None)
+    if not run.engine_given and run.engine_name:
+        run.engine = label(run.engine_name, run.release_range)
+        if "server_version" in run.facts:
+            run.engine = f"{run.engine_name}=={run.facts['server_version']}"

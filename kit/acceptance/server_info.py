@@ -1,0 +1,83 @@
+"""SGLang JSON: `/get_server_info` (server args + `internal_states[].avg_spec_accept_length`)
+and per-request `meta_info` (`/generate` responses, one object, a list, or JSON lines).
+
+Sources: 0.5.10 `entrypoints/http_server.py:601-618` (server_info = server args + scheduler info +
+internal_states + version); meta_info keys per release in sglang-eagle3.md §F.3; the meta rate is
+accepted drafts / (verify_ct · (D − 1)) from 0.5.6 (0.5.10 `managers/tokenizer_manager.py:1919-1932`)
+and `spec_accept_histogram[i]` counts verify steps that accepted i drafts (`:1936-1943`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kit.acceptance.formulas import SGLANG_META_KEYS
+from kit.acceptance.model import Run, Window
+
+
+def read(obj: Any, run: Run, line_no: int = 0) -> bool:
+    """Fold a decoded JSON value into `run`; False when it is neither shape."""
+    if isinstance(obj, list):
+        return any([read(o, run, line_no) for o in obj])
+    if not isinstance(obj, dict):
+        return False
+    if "internal_states" in obj or "speculative_num_steps" in obj:
+        _server_info(obj, run)
+        return True
+    meta = obj.get("meta_info", obj if "spec_verify_ct" in obj else None)
+    if isinstance(meta, dict) and "spec_verify_ct" in meta:
+        _meta_info(meta, run, line_no)
+        return True
+    return False
+
+
+def _server_info(info: dict[str, Any], run: Run) -> None:
+    run.engine_name = "sglang"
+    run.num_steps = run.num_steps or info.get("speculative_num_steps")
+    run.topk = run.topk or info.get("speculative_eagle_topk")
+    run.num_draft_tokens = run.num_draft_tokens or info.get("speculative_num_draft_tokens")
+    if isinstance(info.get("version"), str):
+        run.facts["server_version"] = info["version"]
+    for state in info.get("internal_states") or []:
+        if isinstance(state, dict) and state.get("avg_spec_accept_length") is not None:
+            run.formats[("sglang", "server_info")] += 1
+            run.add(Window(accept_len=float(state["avg_spec_accept_length"]), kind="server_info"))
+
+
+def _meta_info(meta: dict[str, Any], run: Run, line_no: int) -> None:
+    run.engine_name = "sglang"
+    verify = meta.get("spec_verify_ct") or 0
+    al = meta.get("spec_accept_length")
+    if al is None and verify and "completion_tokens" in meta:
+        al = meta["completion_tokens"] / verify
+    accepted = _first(
+        meta, "spec_accept_token_num", "spec_accepted_drafts", "spec_num_correct_drafts"
+    )
+    drafted = _first(
+        meta, "spec_draft_token_num", "spec_proposed_drafts", "spec_num_proposed_drafts"
+    )
+    hist = meta.get("spec_accept_histogram") or meta.get("spec_correct_drafts_histogram")
+    per_position = None
+    if isinstance(hist, list) and sum(hist) > 0:
+        total = sum(hist)
+        per_position = tuple(sum(hist[i + 1 :]) / total for i in range(len(hist) - 1))
+    keys = tuple(sorted(k for k in SGLANG_META_KEYS if k in meta))
+    run.formats[("sglang", "meta_info", keys)] += 1
+    run.add(
+        Window(
+            accept_len=float(al) if al is not None else None,
+            accept_rate=meta.get("spec_accept_rate"),
+            per_position=per_position,
+            accepted=accepted,
+            drafted=drafted,
+            line_no=line_no,
+            kind="meta_info",
+        )
+    )
+
+
+def _first(d: dict[str, Any], *keys: str) -> int | None:
+    for k in keys:
+        if d.get(k) is not None:
+            return int(d[k])
+    return None
