@@ -308,9 +308,16 @@ def _open_index(index: Path) -> Checkpoint:
 def _load_pickle(file: Path) -> dict:
     """torch.load with weights_only=True: a pickle that tries to run code is refused, not run."""
     import pickle
+    import zipfile
 
     import torch
 
+    if not zipfile.is_zipfile(file):
+        raise KitError(
+            "not a torch.save zip archive (a legacy or plain pickle is refused: "
+            "only zip archives are read, with weights_only=True)",
+            file,
+        )
     try:
         obj = torch.load(str(file), map_location="cpu", weights_only=True, mmap=True)
     except pickle.UnpicklingError as e:
