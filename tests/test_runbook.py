@@ -1,0 +1,173 @@
+"""The runbook: plans, parallel steps with dependencies, captured failures, records read back.
+
+These use tiny notebooks written into `tmp_path`, so they test the machinery (papermill, kernels,
+records) in a few seconds; `test_notebooks.py` runs the real notebooks.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from kit.findings import Finding, Severity
+from kit.record import MIME, read_records, to_jsonable
+from kit.runbook import RunInputs, Step, execute, load_run, plan
+
+
+def write_notebook(folder: Path, name: str, params: str, body: str) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    cell = nbformat.v4.new_code_cell(params)
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell, nbformat.v4.new_code_cell("from kit.record import record"), *[
+        nbformat.v4.new_code_cell(src) for src in body.split("\n---\n")
+    ]]  # fmt: skip
+    nbformat.write(nb, folder / f"{name}.ipynb")
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """Three steps: two independent (one fails), one fed by a record of the first."""
+    src = tmp_path_factory.mktemp("notebooks")
+    write_notebook(
+        src, "01_key_inspection", "x = 1", "import os\nrecord('answer', x * 7)\n"
+        "record('renderer', os.environ.get('PLOTLY_RENDERER'))"
+    )  # fmt: skip
+    write_notebook(
+        src, "02_load_weights_simulation", "path = None",
+        "y = 2\n---\nopen(path).read()\n---\nrecord('never', True)",
+    )  # fmt: skip
+    write_notebook(src, "04_acceptance_rate", "expected = None", "record('got', expected)")
+    steps = [
+        Step("01_key_inspection", {"x": 6}),
+        Step("02_load_weights_simulation", {"path": "no/such/file.log"}),
+        Step(
+            "04_acceptance_rate", {"expected": None}, {"expected": ("01_key_inspection", "answer")}
+        ),
+    ]
+    out = tmp_path_factory.mktemp("run")
+    return execute(steps, out, timeout=60, workers=2, progress=False, notebooks=src), out
+
+
+def test_parameters_reach_the_kernel_and_records_come_back(executed):
+    results, out = executed
+    first = results[0]
+    assert first.status == "ok" and first.records["answer"] == 42
+    assert read_records(out / "01_key_inspection.ipynb")["answer"] == 42
+
+
+def test_kernels_embed_plotly_for_offline_html(executed):
+    assert executed[0][0].records["renderer"] == "plotly_mimetype+notebook"
+
+
+def test_a_step_takes_a_record_of_the_step_it_needs(executed):
+    assert executed[0][2].records["got"] == 42
+
+
+def test_a_failure_names_the_cell_and_the_error_and_the_others_still_run(executed):
+    results, out = executed
+    failed = results[1]
+    assert failed.status == "failed"
+    assert failed.error.ename == "FileNotFoundError"
+    assert "no/such/file.log" in failed.error.evalue
+    # In [5]: parameters, injected parameters, import, `y = 2`, then the failing cell
+    assert failed.error.cell == 5
+    assert "open(path).read()" in str(failed.error)
+    assert "never" not in failed.records  # later cells did not run
+    assert (out / "02_load_weights_simulation.ipynb").is_file()  # the traceback is kept
+    assert [r.status for r in results] == ["ok", "failed", "ok"]
+
+
+def test_a_cell_timeout_is_a_step_failure(tmp_path):
+    write_notebook(tmp_path, "01_key_inspection", "x = 1", "import time\ntime.sleep(30)")
+    [result] = execute(
+        [Step("01_key_inspection", {})], tmp_path / "out", timeout=2, progress=False,
+        notebooks=tmp_path,
+    )  # fmt: skip
+    assert result.status == "failed"
+    assert "Timeout" in result.error.ename
+
+
+def test_plan_of_the_bundled_incident_runs_every_step():
+    steps, skipped = plan(RunInputs.bundled_incident())
+    assert not skipped
+    names = [s.name for s in steps]
+    assert set(names) == {
+        "01_key_inspection",
+        "02_load_weights_simulation",
+        "03_hidden_state_tracing",
+        "04_acceptance_rate",
+        "05_offline_acceptance",
+    }
+    acceptance = next(s for s in steps if s.name == "04_acceptance_rate")
+    assert acceptance.needs == {
+        "expected_accept_len": ("05_offline_acceptance", "expected_accept_len")
+    }
+    for step in steps:  # paths reach the kernel absolute, whatever the caller's cwd
+        for key in ("draft", "target", "target_config"):
+            if step.params.get(key):
+                assert Path(step.params[key]).is_absolute()
+
+
+def test_plan_skips_what_the_inputs_do_not_allow(sample_dir):
+    steps, skipped = plan(RunInputs(draft=sample_dir))
+    assert [s.name for s in steps] == ["01_key_inspection", "02_load_weights_simulation"]
+    reasons = {s.name: s.reason for s in skipped}
+    assert "--log" in reasons["04_acceptance_rate"]
+    assert "--target" in reasons["05_offline_acceptance"]
+
+
+def test_run_summary_round_trips(tmp_path, executed):
+    from kit.runbook import Run
+
+    results, out = executed
+    run = Run({"engine": "sglang==0.5.10"}, results, 3.0)
+    (out / "run.json").write_text(json.dumps(run.to_dict()))
+    back = load_run(out)
+    assert [s.status for s in back.steps] == ["ok", "failed", "ok"]
+    assert back.steps[0].records["answer"] == 42  # read again from the executed notebook
+    assert back.steps[1].error == results[1].error
+    [failure] = back.failures()
+    assert failure.code == "STEP_FAILED" and "no/such/file.log" in failure.title
+
+
+def test_load_run_of_a_folder_without_a_run_is_a_clear_error(tmp_path):
+    from kit.errors import KitError
+
+    with pytest.raises(KitError, match="no run here"):
+        load_run(tmp_path)
+
+
+def test_records_turn_kit_and_array_values_into_json():
+    f = Finding("FC_BYPASSED", Severity.CRITICAL, "fc bypassed", ("width 7168",), root_cause=True)
+    fig = go.Figure(go.Bar(x=np.arange(3), y=np.array([1.0, 2.0, 3.0])))
+    value = to_jsonable(
+        {"finding": f, "fig": fig, "t": torch.tensor([1, 2]), "n": np.float32(0.5), "p": Path("a")}
+    )
+    assert value["finding"]["severity"] == "critical" and value["finding"]["root_cause"] is True
+    assert value["fig"]["data"][0]["type"] == "bar"
+    assert value["t"] == [1, 2] and value["n"] == 0.5 and value["p"] == "a"
+    json.dumps(value)  # plain JSON all the way down
+    assert Finding.from_dict(value["finding"]) == f
+
+
+def test_read_records_ignores_other_outputs_and_keeps_the_last():
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("")
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", {"text/plain": "x"}),
+        nbformat.v4.new_output("display_data", {MIME: {"name": "a", "value": 1}}),
+        nbformat.v4.new_output("display_data", {MIME: {"name": "a", "value": 2}}),
+    ]
+    nb.cells = [cell]
+    assert read_records(nb) == {"a": 2}
