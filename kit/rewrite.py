@@ -1,0 +1,416 @@
+"""Fix a draft checkpoint for one engine release: plan the renames, then rewrite it safely.
+
+`plan_fix` tries the few whole-checkpoint layout transforms of `kit.formats` (`layers.0.` ↔
+`midlayer.`, `midlayer.{i}.` → `layers.{i}.`, adding / stripping `model.`) together with the
+config.json changes the release needs, replays each on the simulator and keeps the smallest one
+under which every tensor loads. It refuses, with the reason, when none does or when a parameter
+has no tensor at all.
+
+`write_fixed` streams: a new safetensors header, then each tensor's byte range copied from the
+source by the kernel (`copy_file_range`) into a temporary file in the destination folder; every
+tensor is re-read and compared with the source, the file is fsynced and renamed into place, and
+the folder is fsynced. Memory stays at two 8 MB buffers whatever the checkpoint's size. The source
+is only ever opened for reading; `--in-place` keeps it as `*.orig` (a hard link, no copy).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kit.checkpoint import (
+    INDEX_NAME,
+    Checkpoint,
+    TensorInfo,
+    fsync_dir,
+    open_checkpoint,
+    read_safetensors_header,
+)
+from kit.config import AFTER_K_LAYERS, DraftConfig, parse_draft_config
+from kit.engines import EngineRelease, parse_engine
+from kit.engines.params import DROPPED, ERROR, LEFT_AT_INIT, RANDOM, WARNED
+from kit.errors import KitError
+from kit.formats import LAYOUTS, rename_plan
+from kit.loading import LoadReport, simulate_keys
+
+CHUNK = 8 << 20
+SAFETENSORS_NAME = "model.safetensors"
+
+
+@dataclass
+class FixPlan:
+    """What `fix` will change for one release, and the replay before and after."""
+
+    engine: str
+    renames: dict[str, str]
+    config: dict[str, Any] | None  # the new config.json, None when it stays as is
+    config_changes: list[str]
+    notes: list[str]
+    before: LoadReport
+    after: LoadReport
+    cfg_after: DraftConfig = field(repr=False)
+
+    @property
+    def changes_anything(self) -> bool:
+        return bool(self.renames or self.config)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "renames": self.renames,
+            "config_changes": self.config_changes,
+            "notes": self.notes,
+            "problems_before": _problems(self.before),
+            "problems_after": _problems(self.after),
+        }
+
+
+def _problems(report: LoadReport) -> list[str]:
+    bad = (DROPPED, WARNED, ERROR)
+    return [f"{k.key}: {k.outcome} ({k.message})" for k in report.keys if k.outcome in bad]
+
+
+def _loads_everything(report: LoadReport) -> bool:
+    return not report.crashed and not _problems(report)
+
+
+# --- config.json ------------------------------------------------------------------------------
+
+
+def _flat_from_speculators(raw: dict[str, Any], arch: str) -> dict[str, Any]:
+    """A flat LlamaConfig-style dict from a speculators config (what the engines read)."""
+    new = dict(raw["transformer_layer_config"])
+    new["architectures"] = [arch]
+    new["draft_vocab_size"] = raw.get("draft_vocab_size")
+    for key in ("target_hidden_size", "tie_word_embeddings"):
+        if raw.get(key) is not None:
+            new[key] = raw[key]
+    for flag in ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output"):
+        if raw.get(flag):
+            new[flag] = True
+    rope = new.get("rope_parameters")
+    if "rope_theta" not in new and isinstance(rope, dict) and "rope_theta" in rope:
+        new["rope_theta"] = rope["rope_theta"]
+    if raw.get("dtype") and "torch_dtype" not in new:
+        new["torch_dtype"] = raw["dtype"]
+    return new
+
+
+def fixed_config(cfg: DraftConfig, ck: Checkpoint, release: EngineRelease) -> tuple[dict, list]:
+    """The config.json this release needs (a copy of the raw dict) and what changed."""
+    raw = json.loads(json.dumps(cfg.raw))
+    changes: list[str] = []
+    ids = cfg.aux_layer_ids
+    if release.name == "sglang":
+        if cfg.source == "speculators":
+            raw = _flat_from_speculators(raw, "LlamaForCausalLMEagle3")
+            changes.append(
+                "architectures -> [LlamaForCausalLMEagle3], transformer_layer_config flattened"
+            )
+            if ids:
+                sg = [i - 1 for i in ids] if cfg.aux_layer_convention == AFTER_K_LAYERS else ids
+                raw["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": sg}
+                changes.append(
+                    f"aux ids {ids} (state after k layers) -> eagle_config ids {sg} "
+                    "(output of layer k; SGLang adds 1)"
+                )
+    elif cfg.source == "speculators" and release.below("0.10.0"):
+        raw = _flat_from_speculators(raw, "LlamaForCausalLM")
+        if ids:
+            raw["eagle_aux_hidden_state_layer_ids"] = ids
+        changes.append("speculators config -> flat LlamaForCausalLM config (read by vLLM 0.9.2)")
+    elif cfg.source == "flat":
+        arch = (raw.get("architectures") or [""])[0]
+        if arch.endswith("Eagle3") and release.below("0.11.0"):
+            raw["architectures"] = ["LlamaForCausalLM"]
+            changes.append(
+                f"architectures [{arch}] -> [LlamaForCausalLM] (registered in every release)"
+            )
+        if ids and cfg.aux_ids_location == "eagle_config" and release.at_least("0.11.2"):
+            raw["eagle_aux_hidden_state_layer_ids"] = [i + 1 for i in ids]
+            changes.append(
+                f"eagle_config ids {ids} (output of layer k) -> top-level "
+                f"eagle_aux_hidden_state_layer_ids {[i + 1 for i in ids]} (vLLM reads them verbatim)"
+            )
+    if "draft_vocab_size" not in raw and "transformer_layer_config" not in raw:
+        head = ck.tensors.get("lm_head.weight")
+        raw["draft_vocab_size"] = head.shape[0] if head else cfg.vocab_size
+        changes.append(f"draft_vocab_size added: {raw['draft_vocab_size']} (lm_head rows)")
+    return raw, changes
+
+
+# --- the plan -------------------------------------------------------------------------------
+
+
+def _required_missing(report: LoadReport, release: EngineRelease) -> list[str]:
+    """Parameters at init that no rename can fill: the tensor is simply not in the checkpoint."""
+    missing = []
+    for p in report.params:
+        if p.state != LEFT_AT_INIT or p.name == "draft_id_to_target_id" or p.init == RANDOM:
+            continue
+        # vLLM ≥0.18 builds a hidden_norm in every layer; only layer 0 uses it (vllm-eagle3.md §6)
+        if (
+            release.name == "vllm"
+            and p.name.endswith("hidden_norm.weight")
+            and ".layers.0." not in p.name
+        ):
+            continue
+        missing.append(f"{p.name} {list(p.shape)}")
+    return missing
+
+
+def plan_fix(ck: Checkpoint, cfg: DraftConfig, release: EngineRelease | str) -> FixPlan:
+    """The smallest rename + config change under which every tensor loads in `release`."""
+    rel = parse_engine(release) if isinstance(release, str) else release
+    before = simulate_keys({n: t.shape for n, t in ck.tensors.items()}, cfg, rel)
+    raw, changes = fixed_config(cfg, ck, rel)
+    cfg_after = parse_draft_config(raw, cfg.path) if changes else cfg
+    candidates: list[dict[str, str]] = [{}]
+    for layout in LAYOUTS:
+        with suppress(KitError):  # a layout that cannot hold these keys is simply not a candidate
+            plan = rename_plan(ck.tensors, layout)
+            if plan not in candidates:
+                candidates.append(plan)
+    tried = []
+    for plan in sorted(candidates, key=len):
+        shapes = {plan.get(n, n): t.shape for n, t in ck.tensors.items()}
+        after = simulate_keys(shapes, cfg_after, rel)
+        tried.append((plan, after))
+        if _loads_everything(after):
+            break
+    else:
+        plan, after = min(tried, key=lambda t: (t[1].crashed, len(_problems(t[1]))))
+        raise KitError(
+            f"no rename makes every tensor load in {rel}: " + "; ".join(_problems(after)[:4]),
+            ck.path,
+        )
+    missing = _required_missing(after, rel)
+    if missing:
+        raise KitError(
+            f"refusing: the checkpoint has no tensor for {', '.join(missing[:4])}"
+            + (f" (+{len(missing) - 4} more)" if len(missing) > 4 else "")
+            + f"; no rename can make {rel} load it",
+            ck.path,
+        )
+    d2t = [f for f in after.findings if f.code == "D2T_MISSING"]
+    if d2t:
+        raise KitError(f"refusing: {d2t[0].title}; a rename cannot create d2t", ck.path)
+    notes = []
+    if rel.name == "sglang" and cfg.norm_before_residual:
+        notes.append(
+            "norm_before_residual is set but SGLang does not implement it (residual = pre-hidden_norm)"
+        )
+    notes += [f"{p.name} stays {p.init} ({rel})" for p in after.params if p.state == LEFT_AT_INIT]
+    return FixPlan(
+        str(rel), plan, raw if changes else None, changes, notes, before, after, cfg_after
+    )
+
+
+# --- streaming, verified, atomic writes -------------------------------------------------------
+
+
+def _header_bytes(entries: list[tuple[str, TensorInfo]], metadata: dict[str, str]) -> bytes:
+    header: dict[str, Any] = {"__metadata__": metadata} if metadata else {}
+    offset = 0
+    for name, info in entries:
+        header[name] = {
+            "dtype": info.dtype,
+            "shape": list(info.shape),
+            "data_offsets": [offset, offset + info.nbytes],
+        }
+        offset += info.nbytes
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)  # the format aligns the data section to 8 bytes
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def _copy_range(src_fd: int, dst_fd: int, begin: int, length: int) -> None:
+    """Copy `length` bytes from offset `begin` of src to dst's position, in the kernel if it can."""
+    pos, end = begin, begin + length
+    try:
+        while pos < end:
+            n = os.copy_file_range(src_fd, dst_fd, min(end - pos, 1 << 30), pos)
+            if n == 0:
+                raise KitError(f"source ended at byte {pos} while copying")
+            pos += n
+    except OSError:  # another filesystem or no kernel support: plain reads and writes
+        buf = bytearray(CHUNK)
+        while pos < end:
+            n = os.preadv(src_fd, [memoryview(buf)[: min(CHUNK, end - pos)]], pos)
+            if n == 0:
+                raise KitError(f"source ended at byte {pos} while copying") from None
+            os.write(dst_fd, memoryview(buf)[:n])
+            pos += n
+
+
+def _same_bytes(src_fd: int, src_at: int, dst_fd: int, dst_at: int, length: int) -> bool:
+    a, b = bytearray(CHUNK), bytearray(CHUNK)
+    done = 0
+    while done < length:
+        n = min(CHUNK, length - done)
+        ra = os.preadv(src_fd, [memoryview(a)[:n]], src_at + done)
+        rb = os.preadv(dst_fd, [memoryview(b)[:n]], dst_at + done)
+        if ra != n or rb != n or memoryview(a)[:n] != memoryview(b)[:n]:
+            return False
+        done += n
+    return True
+
+
+def _default_mode(base: int) -> int:
+    """`base` (0o666 for files, 0o777 for folders) less the umask, as open()/mkdir() would give."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return base & ~mask
+
+
+@contextmanager
+def _temp_in(folder: Path, name: str, mode: int | None = None) -> Iterator[tuple[int, Path]]:
+    """A temporary file next to its final name; removed unless it was renamed into place."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+    path = Path(tmp)
+    os.fchmod(fd, _default_mode(0o666) if mode is None else mode)
+    try:
+        yield fd, path
+    finally:
+        with suppress(OSError):
+            os.close(fd)
+        with suppress(FileNotFoundError):
+            path.unlink()
+
+
+def rewrite_safetensors(
+    src: Path, renames: dict[str, str], dest: Path, metadata: dict[str, str] | None = None
+) -> None:
+    """Write `src` with tensors renamed to `dest` (atomically, verified, fsynced)."""
+    tensors, meta = read_safetensors_header(src)
+    entries = sorted(tensors.values(), key=lambda t: t.offsets or (0, 0))
+    named = [(renames.get(t.name, t.name), t) for t in entries]
+    head = _header_bytes(named, meta if metadata is None else metadata)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    src_fd = os.open(src, os.O_RDONLY)
+    try:
+        with _temp_in(dest.parent, dest.name, os.fstat(src_fd).st_mode & 0o777) as (fd, tmp):
+            os.write(fd, head)
+            for _, t in named:
+                assert t.offsets is not None
+                _copy_range(src_fd, fd, t.offsets[0], t.nbytes)
+            at = len(head)
+            for new, t in named:
+                assert t.offsets is not None
+                if not _same_bytes(src_fd, t.offsets[0], fd, at, t.nbytes):
+                    raise KitError(f"verification failed: {new} differs from the source", tmp)
+                at += t.nbytes
+            written, _ = read_safetensors_header(tmp)
+            for new, t in named:
+                w = written[new]
+                if (w.dtype, w.shape) != (t.dtype, t.shape):
+                    raise KitError(f"verification failed: header of {new} differs", tmp)
+            os.fsync(fd)
+            os.replace(tmp, dest)
+            fsync_dir(dest.parent)
+    finally:
+        os.close(src_fd)
+
+
+def _write_text(path: Path, text: str) -> None:
+    with _temp_in(path.parent, path.name) as (fd, tmp):
+        os.write(fd, text.encode())
+        os.fsync(fd)
+        os.replace(tmp, path)
+
+
+def _outputs(ck: Checkpoint) -> list[Path]:
+    if ck.kind == "pickle":
+        raise KitError(
+            "pickle checkpoints are not rewritten; convert to safetensors first", ck.files[0]
+        )
+    return ck.files
+
+
+def write_fixed(
+    ck: Checkpoint, plan: FixPlan, out: Path | None = None, in_place: bool = False
+) -> Path:
+    """Apply `plan`: a complete new folder at `out`, or the same folder (`*.orig` kept)."""
+    files = _outputs(ck)
+    if in_place == (out is not None):
+        raise KitError("choose exactly one of --out DIR or --in-place")
+    if in_place:
+        return _write_in_place(ck, plan, files)
+    assert out is not None
+    if out.exists():
+        raise KitError("already exists; choose a new --out folder", out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        stage.chmod(_default_mode(0o777))
+        for f in files:
+            rewrite_safetensors(f, plan.renames, stage / f.name)
+        if ck.kind == "sharded":
+            _write_text(stage / INDEX_NAME, _renamed_index(ck, plan.renames))
+        for extra in sorted(ck.folder.iterdir()):
+            skip = {f.name for f in files} | {INDEX_NAME, "config.json"}
+            if extra.is_file() and extra.name not in skip and not extra.name.endswith(".orig"):
+                shutil.copy2(extra, stage / extra.name)
+        config = plan.config if plan.config is not None else _raw_config(ck)
+        if config is not None:
+            _write_text(stage / "config.json", json.dumps(config, indent=2) + "\n")
+        fsync_dir(stage)
+        os.rename(stage, out)
+        fsync_dir(out.parent)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return out
+
+
+def _raw_config(ck: Checkpoint) -> dict | None:
+    return json.loads(ck.config_path.read_text()) if ck.config_path else None
+
+
+def _renamed_index(ck: Checkpoint, renames: dict[str, str]) -> str:
+    data = json.loads((ck.folder / INDEX_NAME).read_text())
+    data["weight_map"] = {renames.get(k, k): v for k, v in data["weight_map"].items()}
+    return json.dumps(data, indent=2) + "\n"
+
+
+def _keep_orig(path: Path) -> None:
+    orig = path.with_name(path.name + ".orig")
+    if not orig.exists():
+        os.link(path, orig)  # the original bytes stay reachable under *.orig; nothing is copied
+
+
+def _write_in_place(ck: Checkpoint, plan: FixPlan, files: list[Path]) -> Path:
+    folder = ck.folder
+    for f in files:
+        _keep_orig(f)
+        rewrite_safetensors(f, plan.renames, f)
+    if ck.kind == "sharded":
+        index = folder / INDEX_NAME
+        _keep_orig(index)
+        _write_text(index, _renamed_index(ck, plan.renames))
+    if plan.config is not None:
+        cfg_path = folder / "config.json"
+        if cfg_path.exists():
+            _keep_orig(cfg_path)
+        _write_text(cfg_path, json.dumps(plan.config, indent=2) + "\n")
+    fsync_dir(folder)
+    return folder
+
+
+def verify_output(path: Path, release: EngineRelease | str) -> LoadReport:
+    """Re-open a written checkpoint and replay the release on it (the fix must show no drops)."""
+    from kit.config import load_draft_config
+    from kit.loading import simulate_load
+
+    ck = open_checkpoint(path)
+    if ck.config_path is None:
+        raise KitError("no config.json beside the written checkpoint", path)
+    return simulate_load(ck, load_draft_config(ck.config_path), release)
