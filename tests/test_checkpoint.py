@@ -1,0 +1,246 @@
+"""Opening every checkpoint shape header-only, streamed statistics and the untrained-weight tests."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from kit.checkpoint import (
+    checkpoint_stats,
+    looks_untrained,
+    open_checkpoint,
+    read_safetensors_header,
+    tensor_stats,
+)
+from kit.errors import KitError
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYOUTS = ROOT / "data" / "layouts"
+
+
+def test_single_file_is_header_only(sample_dir):
+    ck = open_checkpoint(sample_dir / "model.safetensors")
+    info = ck.tensors["layers.0.self_attn.q_proj.weight"]
+    assert (info.dtype, info.shape, info.nbytes) == ("BF16", (32, 64), 32 * 64 * 2)
+    begin, end = info.offsets
+    assert end - begin == info.nbytes
+    # the recorded byte range really holds this tensor's bytes
+    raw = (sample_dir / "model.safetensors").read_bytes()[begin:end]
+    expected = ck.read_tensor(info.name).contiguous().view(torch.uint8).numpy().tobytes()
+    assert raw == expected
+    assert ck.config_path == sample_dir / "config.json"
+
+
+def write_shards(folder: Path, n: int) -> dict[str, torch.Tensor]:
+    tensors = {f"layers.{i}.w": torch.full((4,), float(i)) for i in range(n)}
+    weight_map = {}
+    for i, (name, t) in enumerate(tensors.items()):
+        shard = f"model-{i + 1:05d}-of-{n:05d}.safetensors"
+        save_file({name: t}, str(folder / shard))
+        weight_map[name] = shard
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    return tensors
+
+
+def test_sharded_index_and_folder(tmp_path):
+    tensors = write_shards(tmp_path, 3)
+    for path in (tmp_path, tmp_path / "model.safetensors.index.json"):
+        ck = open_checkpoint(path)
+        assert ck.kind == "sharded" and len(ck.files) == 3
+        assert sorted(ck.tensors) == sorted(tensors)
+        assert ck.tensors["layers.2.w"].file.name == "model-00003-of-00003.safetensors"
+        assert torch.equal(ck.read_tensor("layers.1.w"), tensors["layers.1.w"])
+
+
+def test_index_that_misplaces_a_tensor_is_refused(tmp_path):
+    write_shards(tmp_path, 2)
+    index = tmp_path / "model.safetensors.index.json"
+    data = json.loads(index.read_text())
+    data["weight_map"]["layers.0.w"] = "model-00002-of-00002.safetensors"
+    index.write_text(json.dumps(data))
+    with pytest.raises(KitError, match="does not hold it"):
+        open_checkpoint(tmp_path)
+
+
+def test_several_safetensors_without_index_is_refused(tmp_path):
+    write_shards(tmp_path, 2)
+    (tmp_path / "model.safetensors.index.json").unlink()
+    with pytest.raises(KitError, match=r"no model\.safetensors\.index\.json"):
+        open_checkpoint(tmp_path)
+
+
+def test_pickle_opens_with_weights_only(tmp_path):
+    state = {"fc.weight": torch.arange(6, dtype=torch.float16).reshape(2, 3), "d2t": torch.zeros(2)}
+    torch.save(state, tmp_path / "pytorch_model.bin")
+    ck = open_checkpoint(tmp_path)
+    assert ck.kind == "pickle"
+    assert ck.tensors["fc.weight"].dtype == "F16" and ck.tensors["fc.weight"].shape == (2, 3)
+    assert torch.equal(ck.read_tensor("fc.weight"), state["fc.weight"])
+
+
+def test_hf_cache_entry_by_repo_id(tmp_path):
+    """A repo id resolves offline through a local HF cache (HF_HUB_CACHE), never the network."""
+    cache = tmp_path / "hub"
+    repo = cache / "models--acme--tiny-eagle3"
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    snap = repo / "snapshots" / commit
+    snap.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    sample = ROOT / "data" / "samples" / "speculators-0.9.0-tiny"
+    for name in ("model.safetensors", "config.json"):
+        (snap / name).write_bytes((sample / name).read_bytes())
+    env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
+    code = (
+        "from kit.checkpoint import open_checkpoint;"
+        "ck = open_checkpoint('acme/tiny-eagle3');"
+        "print(ck.folder.name, len(ck.tensors), ck.config_path.name)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [commit, "16", "config.json"]
+    missing = subprocess.run(
+        [sys.executable, "-m", "kit", "inspect", "acme/not-cached"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
+    assert missing.returncode == 2 and "local cache" in missing.stderr
+
+
+def _hand_written(tmp_path: Path, entries: dict, data_len: int) -> Path:
+    body = json.dumps(entries).encode()
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(len(body).to_bytes(8, "little") + body + bytes(data_len))
+    return path
+
+
+def _e(begin: int, end: int) -> dict:
+    return {"dtype": "U8", "shape": [end - begin], "data_offsets": [begin, end]}
+
+
+def test_overlap_found_even_between_non_neighbours(tmp_path):
+    # 'a' contains 'b' and also overlaps 'c' (which starts after 'b' ends)
+    entries = {"a": _e(0, 10), "b": _e(2, 4), "c": _e(6, 12)}
+    with pytest.raises(KitError, match="overlap"):
+        read_safetensors_header(_hand_written(tmp_path, entries, 12))
+
+
+def test_identical_ranges_overlap(tmp_path):
+    with pytest.raises(KitError, match="'a' and 'b' overlap"):
+        read_safetensors_header(_hand_written(tmp_path, {"a": _e(0, 4), "b": _e(0, 4)}, 4))
+
+
+def test_adjacent_and_empty_tensors_are_fine(tmp_path):
+    entries = {"a": _e(0, 4), "empty": _e(4, 4), "b": _e(4, 8)}
+    tensors, _ = read_safetensors_header(_hand_written(tmp_path, entries, 8))
+    assert tensors["b"].offsets[1] - tensors["b"].offsets[0] == 4
+
+
+@pytest.mark.parametrize(
+    ("entries", "data_len", "problem"),
+    [
+        ({"a": _e(0, 4), "b": _e(6, 8)}, 8, "gap of 2 bytes"),
+        ({"a": _e(0, 4)}, 6, "cover bytes"),
+        ({"a": _e(2, 4)}, 4, "cover bytes"),
+    ],
+)
+def test_holes_safetensors_would_refuse(tmp_path, entries, data_len, problem):
+    from safetensors.torch import load_file
+
+    path = _hand_written(tmp_path, entries, data_len)
+    with pytest.raises(Exception, match=r"offset|incomplete|not fully covered"):
+        load_file(path)  # the library refuses it ...
+    with pytest.raises(KitError, match=problem):  # ... and so do we, before reading bytes
+        read_safetensors_header(path)
+
+
+def test_streamed_stats_match_torch(tmp_path):
+    g = torch.Generator().manual_seed(1)
+    t = (torch.randn(300, 70, generator=g) * 3 + 0.5).to(torch.bfloat16)
+    t[0, 0], t[1, 1], t[2, 2] = float("nan"), float("inf"), float("-inf")
+    save_file({"w": t}, str(tmp_path / "m.safetensors"))
+    ck = open_checkpoint(tmp_path / "m.safetensors")
+    s = tensor_stats(ck, "w", chunk_bytes=1000)  # ~42 chunks
+    ref = t.double().flatten()
+    finite = ref[torch.isfinite(ref)]
+    assert (s.nan, s.inf, s.numel) == (1, 2, t.numel())
+    assert s.min == finite.min().item() and s.max == finite.max().item()
+    assert math.isclose(s.mean, finite.mean().item(), rel_tol=1e-9)
+    assert math.isclose(s.std, finite.std().item(), rel_tol=1e-9)
+    whole = tensor_stats(ck, "w")  # one chunk gives the same answer
+    assert math.isclose(whole.std, s.std, rel_tol=1e-12)
+
+
+def test_pickle_stats_match_safetensors_stats(tmp_path):
+    g = torch.Generator().manual_seed(2)
+    state = {"w": torch.randn(40, 50, generator=g), "n": torch.ones(7)}
+    torch.save(state, tmp_path / "pytorch_model.bin")
+    save_file(state, str(tmp_path / "model.safetensors"))
+    a = checkpoint_stats(open_checkpoint(tmp_path / "pytorch_model.bin"))
+    b = checkpoint_stats(open_checkpoint(tmp_path / "model.safetensors"))
+    assert a.keys() == b.keys() == {"w", "n"}
+    assert math.isclose(a["w"].std, b["w"].std, rel_tol=1e-12)
+    assert a["n"].min == a["n"].max == 1.0
+
+
+def _verdict(tmp_path: Path, name: str, t: torch.Tensor, initializer_range: float = 0.02):
+    save_file({name: t.contiguous()}, str(tmp_path / f"{name}.safetensors"))
+    ck = open_checkpoint(tmp_path / f"{name}.safetensors")
+    return looks_untrained(ck.tensors[name], tensor_stats(ck, name), initializer_range)
+
+
+def test_untrained_norm_of_ones(tmp_path):
+    assert "RMSNorm" in _verdict(tmp_path, "norm.weight", torch.ones(64, dtype=torch.bfloat16))
+
+
+def test_untrained_repeated_value(tmp_path):
+    assert "one repeated value" in _verdict(tmp_path, "fc.weight", torch.full((8, 8), 0.25))
+
+
+def test_untrained_fresh_normal_init(tmp_path):
+    g = torch.Generator().manual_seed(3)
+    w = torch.empty(128, 96).normal_(0, 0.02, generator=g).to(torch.bfloat16)
+    assert "fresh normal init" in _verdict(tmp_path, "fc.weight", w)
+    # the same weights against another initializer_range are not "fresh"
+    assert _verdict(tmp_path, "fc.weight", w, initializer_range=0.006) is None
+
+
+def test_untrained_fresh_kaiming_uniform(tmp_path):
+    torch.manual_seed(4)
+    lin = torch.nn.Linear(96, 128, bias=False)  # torch's own default init
+    assert "kaiming-uniform" in _verdict(tmp_path, "fc.weight", lin.weight.detach())
+
+
+def test_uninitialised_garbage(tmp_path):
+    w = torch.zeros(16, 16)
+    w[3, 4] = 3e30
+    assert "uninitialised memory" in _verdict(tmp_path, "fc.weight", w)
+    w[3, 4] = float("nan")
+    assert "NaN" in _verdict(tmp_path, "fc.weight", w)
+
+
+@pytest.mark.parametrize("layout", ["speculators-trainer", "specforge", "eagle-official"])
+def test_trained_looking_weights_pass(layout):
+    ck = open_checkpoint(LAYOUTS / layout)
+    stats = checkpoint_stats(ck)
+    assert {n: looks_untrained(ck.tensors[n], s) for n, s in stats.items()} == dict.fromkeys(stats)
+
+
+def test_sample_is_an_untrained_save(sample_dir):
+    """The bundled speculators sample was saved right after init: its norms are all ones and
+    every linear weight has std ≈ 0.02, so all 12 weight tensors are flagged; the embedding and
+    lm_head (copied from a verifier) and d2t/t2d are not."""
+    ck = open_checkpoint(sample_dir)
+    stats = checkpoint_stats(ck)
+    flagged = {n for n, s in stats.items() if looks_untrained(ck.tensors[n], s)}
+    assert flagged == set(ck.tensors) - {"embed_tokens.weight", "lm_head.weight", "d2t", "t2d"}
