@@ -19,6 +19,7 @@ from kit.errors import KitError
 
 MAX_LINE = 1 << 16  # longer "lines" (binary data without newlines) are skipped in chunks
 JSON_WHOLE_LIMIT = 64 << 20
+_ACCESS_LOG = ("INFO:  ", "WARNING:  ", "ERROR:  ")  # uvicorn lines in both engines' server logs
 
 
 def parse_files(
@@ -130,7 +131,7 @@ def read_lines(f: TextIO, run: Run) -> None:
             continue
         elif "\x00" in line or "\ufffd" in line:
             run.unparsed("binary", line, n)
-        elif sglang_log.has_prefix(line) or vllm_log.prefix(line):
+        elif line.startswith(_ACCESS_LOG) or sglang_log.has_prefix(line) or vllm_log.prefix(line):
             run.other_lines += 1
         else:
             run.unparsed("unknown line", line, n)

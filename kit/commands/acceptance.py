@@ -1,0 +1,96 @@
+"""`python -m kit acceptance LOG...`: what the logged accept len / accept rate mean, and findings."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HELP = (
+    "Read SGLang/vLLM decode logs, metrics or server-info JSON; interpret acceptance per release."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("logs", nargs="+", metavar="LOG", help="log, Prometheus text or JSON files")
+    p.add_argument("--engine", help="engine release the logs come from, e.g. sglang==0.5.10")
+    p.add_argument("--num-draft-tokens", type=int, help="SGLang speculative_num_draft_tokens (D)")
+    p.add_argument("--num-steps", type=int, help="speculative_num_steps (draft steps per verify)")
+    p.add_argument("--topk", type=int, help="speculative_eagle_topk")
+    p.add_argument("--expected-accept-len", type=float, help="accept len measured offline")
+    p.add_argument("--expected-step0", type=float, help="offline step-0 accuracy (0..1)")
+    p.add_argument("--baseline", help="a log of the same server without speculation")
+    p.add_argument("--draft-cost", type=float, default=None, help="draft/target cost ratio c")
+    p.add_argument("--compare", action="store_true", help="compare the first LOG with the others")
+    p.add_argument("--plot", metavar="HTML", help="write the figures to this HTML file")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kit.acceptance import analyze, compare, parse_files
+    from kit.acceptance.analysis import DEFAULT_DRAFT_COST
+    from kit.findings import dumps, render_table
+
+    opts = dict(
+        engine=args.engine,
+        num_draft_tokens=args.num_draft_tokens,
+        num_steps=args.num_steps,
+        topk=args.topk,
+    )
+    runs = parse_files(args.logs, **opts)
+    baseline = parse_files([args.baseline], **opts)[0] if args.baseline else None
+    report = analyze(
+        runs,
+        expected_step0=args.expected_step0,
+        expected_accept_len=args.expected_accept_len,
+        baseline=baseline,
+        draft_cost=args.draft_cost if args.draft_cost is not None else DEFAULT_DRAFT_COST,
+    )
+    comparisons = [compare(runs[0], r) for r in runs[1:]] if args.compare else []
+    if args.plot:
+        _plot(args.plot, runs, args.expected_accept_len)
+    if args.json:
+        out = report.to_dict()
+        if comparisons:
+            out["comparisons"] = [c.to_dict() for c in comparisons]
+        print(dumps(out))
+        return 0
+    from rich.console import Console
+
+    console = Console()
+    console.print(_runs_table(report.to_dict()["runs"]))
+    for c in comparisons:
+        report.findings.extend(c.findings)
+    console.print(render_table(report.findings, "Acceptance findings"))
+    return 0
+
+
+def _runs_table(runs: list[dict]):
+    from rich.table import Table
+
+    t = Table(title="Runs", show_lines=True)
+    for col in (
+        "source",
+        "engine",
+        "windows",
+        "accept len mean/p50",
+        "accept rate",
+        "rate formula",
+    ):
+        t.add_column(col)
+    for r in runs:
+        al, ar, it = r["accept_len"], r["accept_rate"], r["interpretation"]
+        t.add_row(
+            Path(r["source"]).name,
+            str(r["engine"]),
+            str(r["windows"]),
+            "–" if al["mean"] is None else f"{al['mean']:.2f} / {al['p50']:.2f}",
+            "–" if ar["mean"] is None else f"{ar['mean']:.2f}",
+            it.get("rate_formula") or "–",
+        )
+    return t
+
+
+def _plot(path: str, runs, expected: float | None) -> None:
+    from kit.plots.acceptance import write_html
+
+    write_html(path, runs, expected=expected)
