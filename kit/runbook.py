@@ -51,6 +51,7 @@ class RunInputs:
     trace_draft: Path | None = None  # draft config for tracing (default: `draft`)
     engine: str = "sglang==0.5.10"
     logs: list[Path] = field(default_factory=list)
+    baseline_log: Path | None = None  # a server run without speculation (for the speedup)
     target_class: str | None = None
     aux_capture: bool | None = None  # None: what the engine release does for the target class
     num_draft_tokens: int | None = None
@@ -75,6 +76,7 @@ class RunInputs:
             trace_draft=DATA / "incident" / "kimi-k2.5" / "draft",
             engine="sglang==0.5.10",
             logs=[logs / f"{n}.log" for n in ("before", "after-rename", "after-both-fixes")],
+            baseline_log=logs / "baseline-no-spec.log",
             aux_capture=False,
         )
 
@@ -249,6 +251,7 @@ def plan(inputs: RunInputs) -> tuple[list[Step], list[StepResult]]:
             needs["expected_accept_len"] = ("05_offline_acceptance", "expected_accept_len")
         params = {
             "logs": [_s(p) for p in inputs.logs],
+            "baseline": _s(inputs.baseline_log),
             "engine": inputs.engine,
             "num_draft_tokens": inputs.num_draft_tokens,
             "expected_accept_len": None,

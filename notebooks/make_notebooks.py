@@ -79,6 +79,20 @@ summary = {
 record("summary", summary)
 summary"""),
     md("""
+## Which trainer wrote it, and what its config says
+
+The format guess comes with the evidence that decided it. The config fields below are the ones the
+engines read to build the draft: widths, the aux layer ids (and in which convention they were
+written), the vocabulary sizes.
+"""),
+    code("""
+evidence = [{"format evidence": e} for e in info["format"]["evidence"]]
+fields = ("source", "hidden_size", "target_hidden_size", "num_hidden_layers", "aux_layer_ids", "aux_layer_convention", "vocab_size", "draft_vocab_size")
+config = [{"field": k, "value": info["config"].get(k)} for k in fields]
+record("table:format evidence", evidence)
+record("table:config", config)
+display(HTML(table_html(evidence)), HTML(table_html(config)))"""),
+    md("""
 ## The keys, grouped by module
 
 Each box is a module; its area is the tensor's size. A draft's decoder layer is most of its bytes,
@@ -314,23 +328,41 @@ draft reaches offline when wired correctly (the dashed line, from notebook 5); a
 moved it.
 """),
     params(
-        'logs = ["data/incident/logs/before.log", "data/incident/logs/after-rename.log", "data/incident/logs/after-both-fixes.log"]\n'
+        'logs = ["data/incident/logs/before.log", "data/incident/logs/after-rename.log", '
+        '"data/incident/logs/after-both-fixes.log"]  # in the order the fixes were tried\n'
+        'baseline = "data/incident/logs/baseline-no-spec.log"  # a run without speculation, or None\n'
         'engine = "sglang==0.5.10"  # the release that wrote the logs (None: inferred from the format)\n'
         "num_draft_tokens = None  # None: from the logs\n"
         "expected_accept_len = None  # offline expected accept length (notebook 5)"
     ),
     setup(
         """\
-from kit.acceptance import analyze, parse_files
+from itertools import pairwise
+from pathlib import Path
+
+from kit.acceptance import analyze, compare, interpret, parse_files
 from kit.plots.acceptance import accept_len_figure, throughput_figure"""
     ),
     code("""
 runs = parse_files(logs, engine=engine, num_draft_tokens=num_draft_tokens)
-report = analyze(runs, expected_accept_len=expected_accept_len)
-findings = report.findings
-analysis = report.to_dict()
-compared = analysis.get("runs", [])
+base = parse_files([baseline], engine=engine)[0] if baseline else None
+report = analyze(runs, expected_accept_len=expected_accept_len, baseline=base)
+steps = [compare(before, after) for before, after in pairwise(runs)]
+findings = report.findings + [f for step in steps for f in step.findings]
+compared = [
+    {
+        "run": Path(r.source).name,
+        "engine": r.engine,
+        "accept len": r.accept_len.mean,
+        "accept rate": r.accept_rate.mean,
+        "tok/s": r.throughput.mean,
+        "accepted drafts per step": interpret(r).get("implied_accepted_drafts_per_step"),
+        "rate formula": interpret(r).get("rate_formula"),
+    }
+    for r in [*runs, *([base] if base else [])]
+]
 record("table:runs compared", compared)
+record("table:before against after", [s.to_dict() for s in steps])
 record("summary", {"logs": len(logs), "expected accept len (offline)": expected_accept_len})
 display(HTML(table_html(compared)))"""),
     md("""

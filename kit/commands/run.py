@@ -17,6 +17,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-config", type=Path, help="target config.json (tracing)")
     p.add_argument("--engine", default="sglang==0.5.10", help="engine release, e.g. vllm==0.11.0")
     p.add_argument("--log", dest="logs", type=Path, nargs="+", default=[], help="server logs")
+    p.add_argument("--baseline-log", type=Path, help="server log of a run without speculation")
     p.add_argument("--target-class", help="model class serving the target")
     p.add_argument(
         "--no-aux-capture",
@@ -56,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         target_config=args.target_config,
         engine=args.engine,
         logs=list(args.logs),
+        baseline_log=args.baseline_log,
         target_class=args.target_class,
         aux_capture=args.aux_capture,
         num_draft_tokens=args.num_draft_tokens,
