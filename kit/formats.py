@@ -98,6 +98,8 @@ def format_key(lk: LayerKey, layout: str) -> str:
 
 def rename_plan(keys: Iterable[str], to_layout: str) -> dict[str, str]:
     """Old name -> new name for every key whose name changes in `to_layout` (others stay)."""
+    if to_layout not in LAYOUTS:
+        raise KitError(f"unknown layout {to_layout!r}; use one of {', '.join(LAYOUTS)}")
     plan: dict[str, str] = {}
     seen: dict[str, str] = {}
     for key in keys:
