@@ -168,6 +168,7 @@ def sglang_formula(run: Run, given: EngineRelease | None) -> None:
         run.rate_denominator = ns[0]
     if len(fitting) == 1:
         run.release_range = _intersect(run.release_range, row.versions)
+        run.format_sources.append(row.source)
     else:
         run.notes.append(
             "rates fit several formulas: " + "; ".join(r.value.expr for r, _ in fitting)
