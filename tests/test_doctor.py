@@ -1,0 +1,88 @@
+"""`doctor`: every check without Jupyter, on the incident's inputs, root causes ranked first."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from kit.doctor import diagnose
+from tests.conftest import DATA, ROOT
+
+KIMI = DATA / "incident" / "kimi-k2.5"
+LOGS = DATA / "incident" / "logs"
+
+
+def test_the_incident_gives_both_root_causes_first(sample_dir):
+    """sglang==0.5.10 drops `layers.0.*` and, with aux capture off, bypasses fc."""
+    report = diagnose(
+        sample_dir,
+        target_config=KIMI / "target",
+        draft_config=KIMI / "draft",
+        engine="sglang==0.5.10",
+        logs=[LOGS / "before.log"],
+        aux_capture=False,
+    )
+    codes = [f.code for f in report.findings]
+    causes = [f.code for f in report.root_causes]
+    assert {"KEYS_SILENTLY_DROPPED", "FC_BYPASSED"} <= set(causes)
+    assert codes[: len(causes)] == causes  # every root cause ranks above every other finding
+    assert "ZERO_ACCEPTANCE" in codes
+    assert report.facts["fc_applied"] is False and report.facts["hidden_width"] == 7168
+    assert report.facts["keys dropped silently"] > 0
+    assert not report.skipped
+
+
+def test_a_release_that_loads_the_layout_and_captures_has_no_root_cause(sample_dir):
+    report = diagnose(
+        sample_dir,
+        target_config=KIMI / "target",
+        draft_config=KIMI / "draft",
+        engine="sglang==0.5.12",
+    )
+    assert "KEYS_SILENTLY_DROPPED" not in {f.code for f in report.findings}
+    assert report.facts["fc_applied"] is True and report.facts["hidden_width"] == 3 * 7168
+
+
+def test_checks_without_their_input_are_listed_as_skipped(sample_dir):
+    report = diagnose(sample_dir)
+    assert set(report.checks) == {"inspection", "load"}
+    assert report.skipped == {
+        "capture": "no target config given",
+        "acceptance": "no server log given",
+    }
+
+
+def test_a_config_only_draft_is_traced_not_inspected():
+    report = diagnose(KIMI / "draft", target_config=KIMI / "target", aux_capture=False)
+    assert "inspection" in report.skipped and "load" in report.skipped
+    assert "FC_BYPASSED" in {f.code for f in report.root_causes}
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kit", "doctor", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+
+
+def test_cli_json_for_programs(sample_dir):
+    out = _cli(
+        "--draft", str(sample_dir), "--target-config", str(KIMI / "target"),
+        "--draft-config", str(KIMI / "draft"), "--no-aux-capture", "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["engine"] == "sglang==0.5.10"
+    assert data["findings"][0]["root_cause"] is True
+    assert data["checks_skipped"] == {"acceptance": "no server log given"}
+
+
+def test_cli_missing_log_is_one_line_naming_the_file(sample_dir, tmp_path):
+    missing = tmp_path / "missing.log"
+    out = _cli("--draft", str(sample_dir), "--log", str(missing))
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "Traceback" not in out.stderr
+    assert "missing.log" in out.stderr and "no such file" in out.stderr
