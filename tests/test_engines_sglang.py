@@ -1,0 +1,334 @@
+"""SGLang load-weights replay, pinned era by era (shared/reference/sglang-eagle3.md §A, §B, §H).
+
+Each test names the SGLang release and the wheel file:line whose behaviour it reproduces.
+Layouts are written as real safetensors files in `tmp_path`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from kit.checkpoint import open_checkpoint
+from kit.config import load_draft_config
+from kit.errors import KitError
+from kit.loading import engine_params, simulate_load
+
+LAYER = {
+    "self_attn.q_proj.weight": (32, 64),
+    "self_attn.k_proj.weight": (16, 64),
+    "self_attn.v_proj.weight": (16, 64),
+    "self_attn.o_proj.weight": (32, 32),
+    "mlp.gate_proj.weight": (64, 32),
+    "mlp.up_proj.weight": (64, 32),
+    "mlp.down_proj.weight": (32, 64),
+    "input_layernorm.weight": (32,),
+    "hidden_norm.weight": (32,),
+    "post_attention_layernorm.weight": (32,),
+}
+FLAT = {
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "model_type": "llama",
+    "hidden_size": 32,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "intermediate_size": 64,
+    "vocab_size": 64,
+    "draft_vocab_size": 16,
+    "num_hidden_layers": 1,
+    "tie_word_embeddings": False,
+}
+
+
+def specforge(prefix: str = "midlayer.", embed: bool = False) -> dict[str, tuple[int, ...]]:
+    """SpecForge / EAGLE layout: decoder under `midlayer.`, d2t + t2d, no embed_tokens."""
+    keys = {prefix + k: s for k, s in LAYER.items()}
+    keys |= {"fc.weight": (32, 96), "norm.weight": (32,), "lm_head.weight": (16, 32)}
+    keys |= {"d2t": (16,), "t2d": (64,)}
+    if embed:
+        keys["embed_tokens.weight"] = (64, 32)
+    return keys
+
+
+def write(folder: Path, keys: dict[str, tuple[int, ...]], config: dict) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = {}
+    for name, shape in keys.items():
+        if name == "d2t":
+            tensors[name] = torch.zeros(shape, dtype=torch.int64)
+        elif name == "t2d":
+            tensors[name] = torch.ones(shape, dtype=torch.bool)
+        else:
+            tensors[name] = torch.randn(shape).to(torch.bfloat16)
+    save_file(tensors, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def sim(folder: Path, engine: str):
+    ck = open_checkpoint(folder)
+    return simulate_load(ck, load_draft_config(folder), engine)
+
+
+def outcomes(report) -> dict[str, str]:
+    return {k.key: k.outcome for k in report.keys}
+
+
+# --- the bundled speculators-0.9.0 trainer output -------------------------------------------------
+
+
+def test_sample_0_5_10_drops_exactly_the_decoder_layer(sample_dir):
+    """sglang 0.5.10 `models/llama_eagle3.py:243` (own loader, L2): `layers.0.*` is neither a
+    parameter nor `model.`+a parameter (the decoder is `midlayer`, :144) ⇒ dropped without a log;
+    the layer keeps torch.empty / torch.ones (`layers/linear.py`, `layers/layernorm.py`)."""
+    report = sim(sample_dir, "sglang==0.5.10")
+    dropped = {k.key for k in report.keys if k.outcome == "dropped_silently"}
+    assert dropped == {k for k in open_checkpoint(sample_dir).tensors if k.startswith("layers.0.")}
+    assert len(dropped) == 10
+    at_init = {p.name: p.init for p in report.params if p.state == "left_at_init"}
+    assert at_init == {
+        "model.midlayer.self_attn.qkv_proj.weight": "uninitialized",
+        "model.midlayer.self_attn.o_proj.weight": "uninitialized",
+        "model.midlayer.mlp.gate_up_proj.weight": "uninitialized",
+        "model.midlayer.mlp.down_proj.weight": "uninitialized",
+        "model.midlayer.input_layernorm.weight": "ones",
+        "model.midlayer.hidden_norm.weight": "ones",
+        "model.midlayer.post_attention_layernorm.weight": "ones",
+    }
+    assert not report.crashed
+    drop = next(f for f in report.findings if f.code == "KEYS_SILENTLY_DROPPED")
+    assert drop.severity.name == "CRITICAL" and drop.root_cause
+    assert "accept len ≈ 1.00" in drop.title
+    assert drop.engine == "sglang==0.5.10" and "llama_eagle3.py:243" in drop.source
+
+
+def test_sample_0_5_12_legacy_layers_load(sample_dir):
+    """sglang 0.5.12 `models/llama_eagle3.py:293-346`: the decoder is `model.layers.{i}` (:180), so
+    `layers.0.*` + the `model.` prefix hits it; q/k/v and gate/up go to their shards."""
+    report = sim(sample_dir, "sglang==0.5.12")
+    assert not report.with_outcome("dropped_silently") and not report.crashed
+    q = report.outcome("layers.0.self_attn.q_proj.weight")
+    assert (q.param, q.shard) == ("model.layers.0.self_attn.qkv_proj.weight", "q")
+    up = report.outcome("layers.0.mlp.up_proj.weight")
+    assert (up.param, up.shard) == ("model.layers.0.mlp.gate_up_proj.weight", 1)
+    qkv = report.param("model.layers.0.self_attn.qkv_proj.weight")
+    assert qkv.state == "loaded" and sorted(qkv.loaded_from) == [
+        "layers.0.self_attn.k_proj.weight",
+        "layers.0.self_attn.q_proj.weight",
+        "layers.0.self_attn.v_proj.weight",
+    ]
+    assert report.outcome("d2t").outcome == "consumed"
+    assert report.outcome("t2d").outcome == "ignored"
+
+
+def test_sample_0_4_8_startup_keyerror(sample_dir):
+    """sglang 0.4.8 `models/llama_eagle3.py:183-193` prefixes `model.` and delegates to
+    `models/llama.py:532-596`: stacked names that are not parameters raise KeyError, other
+    unknown names log `Parameter … not found in params_dict`."""
+    report = sim(sample_dir, "sglang==0.4.8")
+    assert report.crashed
+    q = report.outcome("layers.0.self_attn.q_proj.weight")
+    assert (
+        q.outcome == "error" and q.message == "KeyError: 'model.layers.0.self_attn.qkv_proj.weight'"
+    )
+    o = report.outcome("layers.0.self_attn.o_proj.weight")
+    assert o.outcome == "warned"
+    assert o.message == "Parameter model.layers.0.self_attn.o_proj.weight not found in params_dict"
+    crash = next(f for f in report.findings if f.code == "STARTUP_CRASH")
+    assert "KeyError: 'model.layers.0.self_attn.qkv_proj.weight'" in crash.evidence
+    assert "llama.py:532-596" in crash.source
+    # ≤0.4.8 fc is nn.Linear(bias=True) (0.4.6.post1 llama_eagle3.py:108-111): random bias
+    assert report.param("model.fc.bias").init == "random"
+    assert report.param("model.fc.bias").state == "left_at_init"
+
+
+def test_sample_config_unsupported_in_every_release(sample_dir):
+    """No SGLang wheel has a class for speculators' `Eagle3DraftModel` (§H, sglang#18216)."""
+    for engine in ("sglang==0.4.4.post2", "sglang==0.5.10", "sglang==0.5.23"):
+        report = sim(sample_dir, engine)
+        f = next(f for f in report.findings if f.code == "UNSUPPORTED_CONFIG")
+        assert (
+            "LlamaForCausalLMEagle3" in f.fix
+            and "as if config.json had been rewritten" in (f.evidence[0])
+        )
+        assert not report.config_supported
+
+
+# --- SpecForge / EAGLE official / ModelOpt layouts ------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["sglang==0.4.6.post1", "sglang==0.5.10", "sglang==0.5.20"])
+def test_specforge_layout_loads_in_every_era(tmp_path, engine):
+    """SpecForge `midlayer.*`: 0.4.6.post1 `llama.py:481-535` (model.midlayer.* exists), 0.5.10
+    `llama_eagle3.py:243` (`model.`+key), 0.5.20 `:327` legacy map midlayer→layers.0."""
+    report = sim(write(tmp_path / "sf", specforge(), FLAT), engine)
+    assert set(outcomes(report).values()) <= {"loaded", "consumed", "ignored"}
+    embed = report.param("model.embed_tokens.weight")
+    assert embed.state == "from_target" and not embed.loaded_from
+    assert report.config_supported and not report.crashed
+
+
+def test_eagle_official_bin_replays(tmp_path):
+    """EAGLE official (`pytorch_model.bin`, LlamaForCausalLM, midlayer.*) loads in 0.5.10
+    (`llama_eagle3.py:243`); the .bin is opened with weights_only."""
+    report = sim(Path("data/layouts/eagle-official"), "sglang==0.5.10")
+    assert not report.with_outcome("dropped_silently") and not report.crashed
+    assert report.param("model.midlayer.self_attn.qkv_proj.weight").state == "loaded"
+
+
+def test_modelopt_two_layers_before_0_5_12_is_a_value_error(tmp_path):
+    """sglang ≤0.5.11 `llama_eagle3.py:130` (0.4.10): num_hidden_layers != 1 ⇒
+    ValueError("EAGLE3 currently only supports 1 layer") (SpecForge#129)."""
+    report = sim(Path("data/layouts/modelopt-layers"), "sglang==0.5.11")
+    assert report.crashed
+    assert set(report.errors) == {"ValueError: EAGLE3 currently only supports 1 layer"}
+
+
+def test_modelopt_midlayer_indexed_dropped_by_legacy_map(tmp_path):
+    """sglang 0.5.12 `llama_eagle3.py:306`: substring map midlayer→layers.0 turns
+    `midlayer.1.x` into `layers.0.1.x`, which matches nothing ⇒ dropped silently."""
+    report = sim(Path("data/layouts/modelopt-midlayer"), "sglang==0.5.12")
+    dropped = {k.key for k in report.with_outcome("dropped_silently")}
+    assert "midlayer.0.self_attn.q_proj.weight" in dropped
+    assert "midlayer.1.mlp.down_proj.weight" in dropped
+    assert report.param("model.layers.1.self_attn.qkv_proj.weight").state == "left_at_init"
+
+
+def test_modelopt_layers_two_layer_shapes_0_5_12():
+    """sglang 0.5.12 builds `model.layers.{i}` (:180); layer ≥1 attends over H, not 2H (§B)."""
+    report = sim(Path("data/layouts/modelopt-layers"), "sglang==0.5.12")
+    q1 = report.outcome("layers.1.self_attn.q_proj.weight")
+    assert q1.outcome == "loaded" and q1.param == "model.layers.1.self_attn.qkv_proj.weight"
+    assert report.param("model.layers.1.self_attn.qkv_proj.weight").shape == (64, 32)
+    assert report.param("model.layers.0.self_attn.qkv_proj.weight").shape == (64, 64)
+
+
+def test_model_prefixed_keys_per_era(tmp_path):
+    """`model.`-prefixed keys: 0.4.8 prefixes again (`llama_eagle3.py:183-193`) ⇒ KeyError on
+    `model.model.…qkv_proj`; 0.5.10 tries the key as-is first (`:243`) ⇒ loads."""
+    keys = {("" if k.startswith(("lm_head", "d2t", "t2d")) else "model.") + k: s
+            for k, s in specforge().items()}  # fmt: skip
+    folder = write(tmp_path / "pref", keys, FLAT)
+    old = sim(folder, "sglang==0.4.8")
+    assert old.outcome("model.midlayer.self_attn.q_proj.weight").message == (
+        "KeyError: 'model.model.midlayer.self_attn.qkv_proj.weight'"
+    )
+    assert not sim(folder, "sglang==0.5.10").with_outcome("dropped_silently")
+
+
+def test_fc_bias_dropped_without_config_bias(tmp_path):
+    """sglang ≥0.4.9 builds fc with `bias=config.bias` (0.4.10 `llama_eagle3.py:124`): an
+    `fc.bias` tensor without `"bias": true` is dropped silently (§H)."""
+    keys = specforge() | {"fc.bias": (32,)}
+    report = sim(write(tmp_path / "b", keys, FLAT), "sglang==0.5.10")
+    assert report.outcome("fc.bias").outcome == "dropped_silently"
+    drop = next(f for f in report.findings if f.code == "KEYS_SILENTLY_DROPPED")
+    assert drop.severity.name == "WARNING" and not drop.root_cause  # no decoder param at init
+    with_bias = sim(write(tmp_path / "b2", keys, FLAT | {"bias": True}), "sglang==0.5.10")
+    assert with_bias.outcome("fc.bias").param == "model.fc.bias"
+
+
+def test_tied_head_dropped(tmp_path):
+    """Tied (`tie_word_embeddings: true`): `lm_head` is `model.embed_tokens` and absent from
+    named_parameters, so 0.5.10 (`llama_eagle3.py:243`) drops `lm_head.weight` silently."""
+    report = sim(write(tmp_path / "t", specforge(), FLAT | {"tie_word_embeddings": True}),
+                 "sglang==0.5.10")  # fmt: skip
+    assert report.outcome("lm_head.weight").outcome == "dropped_silently"
+    assert any(f.code == "TIED_HEAD_DROPPED" for f in report.findings)
+    assert all(p.name != "lm_head.weight" for p in report.params)
+
+
+def test_missing_d2t_per_era(tmp_path):
+    """No d2t: 0.4.6.post1 `speculative/eagle_worker.py:121-127` reads hot_token_id ⇒
+    AttributeError; ≥0.4.9 (`llama_eagle3.py:215`) hot_token_id=None ⇒ wrong ids (D2T_MISSING)."""
+    keys = {k: s for k, s in specforge().items() if k != "d2t"}
+    folder = write(tmp_path / "nod2t", keys, FLAT)
+    old = sim(folder, "sglang==0.4.6.post1")
+    assert old.crashed and "hot_token_id" in next(
+        f.title for f in old.findings if f.code == "STARTUP_CRASH"
+    )
+    new = sim(folder, "sglang==0.5.10")
+    d2t = next(f for f in new.findings if f.code == "D2T_MISSING")
+    assert d2t.severity.name == "CRITICAL" and not new.crashed
+
+
+def test_null_draft_vocab_takes_target_head(tmp_path):
+    """`draft_vocab_size: null` ≥0.5.2 (0.5.3 `llama_eagle3.py:201-207`,
+    `eagle_worker.py:149-154`): head built with vocab_size rows, embed+head from the target."""
+    cfg = FLAT | {"draft_vocab_size": None, "vocab_size": 100}
+    keys = {k: s for k, s in specforge().items() if k not in ("lm_head.weight", "d2t", "t2d")}
+    report = sim(write(tmp_path / "n", keys, cfg), "sglang==0.5.3")
+    head = report.param("lm_head.weight")
+    assert head.state == "from_target" and head.shape == (128, 32)  # pad64(100)
+    assert not any(f.code == "LM_HEAD_MISSING" for f in report.findings)
+    before = sim(tmp_path / "n", "sglang==0.5.1")
+    assert before.crashed
+
+
+def test_missing_head_is_critical(tmp_path):
+    """No `lm_head.weight` with a draft vocab: the head stays torch.empty (sglang#27829)."""
+    keys = {k: s for k, s in specforge().items() if k != "lm_head.weight"}
+    report = sim(write(tmp_path / "nh", keys, FLAT), "sglang==0.5.23")
+    f = next(f for f in report.findings if f.code == "LM_HEAD_MISSING")
+    assert f.severity.name == "CRITICAL" and report.param("lm_head.weight").init == "uninitialized"
+
+
+def test_shape_mismatch_fails_like_the_weight_loader(tmp_path):
+    """`default_weight_loader` asserts equal sizes (0.4.6.post1 `weight_utils.py:535`)."""
+    keys = specforge() | {"norm.weight": (31,)}
+    report = sim(write(tmp_path / "s", keys, FLAT), "sglang==0.5.10")
+    out = report.outcome("norm.weight")
+    assert out.outcome == "error" and "AssertionError" in out.message and report.crashed
+
+
+def test_vocab_padding_and_fc_width_from_eagle_config():
+    """§B: embed [pad64(V), H]; ≥0.5.12 fc in-width = len(eagle_config ids)·Ht (`:160`)."""
+    from kit.config import parse_draft_config
+
+    cfg = parse_draft_config(
+        FLAT
+        | {"vocab_size": 100, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 2, 3, 4]}}
+    )
+    new = {p.name: p for p in engine_params(cfg, "sglang==0.5.12")}
+    old = {p.name: p for p in engine_params(cfg, "sglang==0.5.11")}
+    assert new["model.embed_tokens.weight"].shape == (128, 32)
+    assert new["model.fc.weight"].shape == (32, 128) and old["model.fc.weight"].shape == (32, 96)
+    assert "model.fc.bias" not in new and "model.midlayer.hidden_norm.weight" in old
+
+
+def test_input_norm_only_from_0_5_17(tmp_path):
+    """`norm_before_fc` ⇒ `model.input_norm` from 0.5.17 (`llama_eagle3.py:163-170`); in 0.5.16
+    the trained input_norm.weight matches nothing and is dropped silently."""
+    keys = specforge() | {"input_norm.weight": (96,)}
+    folder = write(tmp_path / "in", keys, FLAT | {"norm_before_fc": True})
+    assert sim(folder, "sglang==0.5.17").outcome("input_norm.weight").outcome == "loaded"
+    assert sim(folder, "sglang==0.5.16").outcome("input_norm.weight").outcome == "dropped_silently"
+
+
+def test_mla_draft(tmp_path):
+    """`Eagle3DeepseekV2ForCausalLM` exists from 0.5.12 (`kimi_k25_eagle3.py:377-450`): it maps
+    `^layers.0.` → `midlayer.` and warns "Eagle3 MLA: skipping unexpected weight" (§A.4)."""
+    cfg = FLAT | {"architectures": ["Eagle3DeepseekV2ForCausalLM"], "q_lora_rank": 16,
+                  "kv_lora_rank": 8, "qk_nope_head_dim": 4, "qk_rope_head_dim": 4, "v_head_dim": 8}  # fmt: skip
+    keys = {"layers.0.self_attn.q_a_proj.weight": (16, 64), "layers.0.mlp.up_proj.weight": (64, 32),
+            "layers.0.verifier_norm.weight": (32,), "d2t": (16,)}  # fmt: skip
+    folder = write(tmp_path / "mla", keys, cfg)
+    report = sim(folder, "sglang==0.5.12")
+    q = report.outcome("layers.0.self_attn.q_a_proj.weight")
+    assert (q.param, q.shard) == (
+        "model.midlayer.self_attn.fused_qkv_a_proj_with_mqa.weight",
+        "q_a",
+    )
+    warned = report.outcome("layers.0.verifier_norm.weight")
+    assert warned.outcome == "warned" and "Eagle3 MLA: skipping unexpected weight" in warned.message
+    assert sim(folder, "sglang==0.5.10").crashed
+
+
+def test_version_outside_range_names_it(sample_dir):
+    with pytest.raises(KitError, match=r"0\.4\.4\.post2 … 0\.5\.23"):
+        sim(sample_dir, "sglang==0.6.0")
