@@ -1,0 +1,232 @@
+"""`inspect`: the JSON contract, each finding on a checkpoint that has (and one that lacks) the fault."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from kit.inspection import inspect_checkpoint
+
+ROOT = Path(__file__).resolve().parent.parent
+LAYOUTS = ROOT / "data" / "layouts"
+BASE = LAYOUTS / "speculators-trainer"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "120"}
+    return subprocess.run(
+        [sys.executable, "-m", "kit", "inspect", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+    )
+
+
+def variant(tmp_path: Path, edit_state=None, edit_config=None, config: bool = True) -> Path:
+    """A copy of the bundled speculators checkpoint with one fault put in."""
+    state = load_file(BASE / "model.safetensors")
+    cfg = json.loads((BASE / "config.json").read_text())
+    if edit_state:
+        edit_state(state)
+    if edit_config:
+        edit_config(cfg)
+    save_file(state, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
+    if config:
+        (tmp_path / "config.json").write_text(json.dumps(cfg))
+    return tmp_path
+
+
+def codes(path: Path, stats: bool = False) -> set[str]:
+    return {f.code for f in inspect_checkpoint(path, stats=stats).findings}
+
+
+def test_json_contract(sample_dir):
+    out = cli(str(sample_dir), "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert list(report) == ["path", "format", "config", "tensors", "findings"]
+    assert {"name", "evidence"} <= set(report["format"])
+    assert report["format"]["name"] == "speculators-trainer"
+    assert report["config"]["hidden_size"] == 32 and report["config"]["kind"] == "draft"
+    assert len(report["tensors"]) == 16
+    for t in report["tensors"]:
+        assert list(t) == ["name", "dtype", "shape", "nbytes", "file"]
+    fc = next(t for t in report["tensors"] if t["name"] == "fc.weight")
+    assert fc == {
+        "name": "fc.weight",
+        "dtype": "BF16",
+        "shape": [32, 96],
+        "nbytes": 6144,
+        "file": "model.safetensors",
+    }
+    assert report["findings"] == []  # header-only: the untrained check needs --stats
+
+
+def test_stats_flags_the_untrained_sample(sample_dir):
+    out = cli(str(sample_dir), "--json", "--stats")
+    report = json.loads(out.stdout)
+    (finding,) = [f for f in report["findings"] if f["code"] == "LOOKS_UNTRAINED"]
+    assert set(finding) >= {"code", "severity", "title", "evidence", "fix"}
+    assert finding["severity"] == "warning"
+    assert any(e.startswith("norm.weight: all ones") for e in finding["evidence"])
+    assert report["stats"]["norm.weight"]["std"] == 0.0
+
+
+@pytest.mark.parametrize("layout", sorted(p.name for p in LAYOUTS.iterdir() if p.name != "targets"))
+def test_bundled_layouts_only_expected_findings(layout):
+    found = codes(LAYOUTS / layout, stats=True)
+    expected = set() if layout == "speculators-trainer" else {"EMBED_TOKENS_MISSING"}
+    assert found == expected
+
+
+def test_d2t_missing(tmp_path):
+    path = variant(tmp_path, edit_state=lambda s: s.pop("d2t"))
+    report = inspect_checkpoint(path)
+    (f,) = [f for f in report.findings if f.code == "D2T_MISSING"]
+    assert "draft_vocab_size 16 < vocab_size 64" in f.evidence
+    # with the full vocab, no map is needed
+    full = tmp_path / "full"
+    full.mkdir()
+
+    def full_vocab(s):
+        s.pop("d2t")
+        s.pop("t2d")
+        s["lm_head.weight"] = torch.zeros(64, 32, dtype=torch.bfloat16)
+
+    variant(full, full_vocab, lambda c: c.update(draft_vocab_size=64))
+    assert "D2T_MISSING" not in codes(full)
+
+
+def test_lm_head_and_embed_missing(tmp_path):
+    def drop(s):
+        s.pop("lm_head.weight")
+        s.pop("embed_tokens.weight")
+
+    found = codes(variant(tmp_path, drop))
+    assert {"LM_HEAD_MISSING", "EMBED_TOKENS_MISSING"} <= found
+    report = inspect_checkpoint(tmp_path)
+    sev = {f.code: f.severity.name for f in report.findings}
+    assert sev["EMBED_TOKENS_MISSING"] == "INFO" and sev["LM_HEAD_MISSING"] == "ERROR"
+
+
+def test_extra_verifier_keys(tmp_path):
+    def add(s):
+        s["verifier_lm_head.weight"] = torch.zeros(64, 32, dtype=torch.bfloat16)
+        s["layers.0.self_attn.rotary_emb.inv_freq"] = torch.zeros(4, dtype=torch.bfloat16)
+
+    report = inspect_checkpoint(variant(tmp_path, add))
+    (f,) = [f for f in report.findings if f.code == "EXTRA_KEYS"]
+    assert set(f.data["keys"]) == {
+        "verifier_lm_head.weight",
+        "layers.0.self_attn.rotary_emb.inv_freq",
+    }
+    assert any("verifier_*" in e for e in f.evidence)
+
+
+def test_mixed_dtypes(tmp_path):
+    def mix(s):
+        s["fc.weight"] = s["fc.weight"].float()
+
+    report = inspect_checkpoint(variant(tmp_path, mix))
+    (f,) = [f for f in report.findings if f.code == "MIXED_DTYPES"]
+    assert f.data["dtypes"] == {"BF16": 13, "F32": 1}  # 14 float tensors, fc cast
+
+
+def test_fc_width_contradicts_aux_count(tmp_path):
+    """A config naming 4 aux layers with an fc trained on 3: fc in-dim 96 ≠ 4 × 32."""
+    path = variant(
+        tmp_path, edit_config=lambda c: c.update(eagle_aux_hidden_state_layer_ids=[1, 2, 3, 4])
+    )
+    (f,) = [f for f in inspect_checkpoint(path).findings if f.code == "SHAPE_CONTRADICTS_CONFIG"]
+    assert f.evidence == (
+        "fc.weight: [32, 96], config implies [32, 128] [hidden, num_aux 4 × target width 32]",
+    )
+
+
+def test_q_proj_in_dim_must_be_twice_hidden(tmp_path):
+    def narrow(s):
+        for p in ("q", "k", "v"):
+            w = s[f"layers.0.self_attn.{p}_proj.weight"]
+            s[f"layers.0.self_attn.{p}_proj.weight"] = w[:, :32].contiguous()
+
+    (f,) = [
+        f
+        for f in inspect_checkpoint(variant(tmp_path, narrow)).findings
+        if f.code == "SHAPE_CONTRADICTS_CONFIG"
+    ]
+    assert len(f.evidence) == 3
+    assert f.evidence[0].startswith("layers.0.self_attn.")
+    assert "2 × hidden" in f.evidence[0]
+
+
+def test_layer_count_contradicts_config(tmp_path):
+    path = variant(
+        tmp_path,
+        edit_config=lambda c: c["transformer_layer_config"].update(num_hidden_layers=2),
+    )
+    (f,) = [f for f in inspect_checkpoint(path).findings if f.code == "SHAPE_CONTRADICTS_CONFIG"]
+    assert f.evidence == ("1 decoder layer(s) in the checkpoint [0], num_hidden_layers = 2",)
+
+
+def test_config_missing(tmp_path):
+    report = inspect_checkpoint(variant(tmp_path, config=False))
+    assert "CONFIG_MISSING" in {f.code for f in report.findings}
+    assert report.config is None and report.to_dict()["config"] == {}
+
+
+def test_target_checkpoint_gets_no_draft_findings(tmp_path):
+    save_file(
+        {"model.layers.0.mlp.up_proj.weight": torch.zeros(4, 2)}, str(tmp_path / "m.safetensors")
+    )
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "num_hidden_layers": 1,
+                "hidden_size": 2,
+                "vocab_size": 10,
+            }
+        )
+    )
+    report = inspect_checkpoint(tmp_path)
+    assert report.to_dict()["config"]["kind"] == "target"
+    assert report.findings == []
+
+
+def test_text_output_groups_by_module(sample_dir):
+    out = cli(str(LAYOUTS / "modelopt-midlayer"))
+    assert out.returncode == 0, out.stderr
+    assert "format modelopt-midlayer" in out.stdout
+    assert "midlayer.0 (10, BF16" in out.stdout and "midlayer.1 (8, BF16" in out.stdout
+    assert "aux layer ids [1, 15, 28] (output_of_layer, from eagle_config)" in out.stdout
+    assert "EMBED_TOKENS_MISSING" in out.stdout
+
+
+def test_fail_on_gates_the_exit_code(tmp_path):
+    path = variant(tmp_path, edit_state=lambda s: s.pop("lm_head.weight"))
+    assert cli(str(path), "--fail-on", "error").returncode == 1
+    assert cli(str(path), "--fail-on", "critical").returncode == 0
+    assert cli(str(LAYOUTS / "specforge"), "--fail-on", "warning").returncode == 0
+
+
+def test_make_layouts_is_reproducible(tmp_path):
+    """Running the generator twice gives byte-identical files, equal to the committed ones."""
+    sys.path.insert(0, str(ROOT / "data"))
+    try:
+        import make_layouts
+    finally:
+        sys.path.pop(0)
+    first = make_layouts.write(tmp_path / "a")
+    second = make_layouts.write(tmp_path / "b")
+    assert len(first) == len(second) == 13
+    for a, b in zip(first, second, strict=True):
+        rel = a.relative_to(tmp_path / "a")
+        assert a.read_bytes() == b.read_bytes(), rel
+        assert a.read_bytes() == (LAYOUTS / rel).read_bytes(), rel
