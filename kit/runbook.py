@@ -160,11 +160,12 @@ class Run:
 
     @property
     def findings(self) -> list[Finding]:
-        """All steps' findings, the same finding reported twice kept once, then failures."""
+        """All steps' findings ranked, each kept once: a root cause once per code (the earliest
+        step's: the offline notebook re-finds the load and capture faults it injects)."""
         seen: dict[tuple[str, str], Finding] = {}
         for step in self.steps:
             for f in step.findings:
-                seen.setdefault((f.code, f.title), f)
+                seen.setdefault((f.code, "" if f.root_cause else f.title), f)
         return ranked([*seen.values(), *self.failures()])
 
     def failures(self) -> list[Finding]:
@@ -239,7 +240,6 @@ def plan(inputs: RunInputs) -> tuple[list[Step], list[StepResult]]:
                     "engine": inputs.engine,
                     "k": inputs.k,
                     "num_prompts": inputs.num_prompts,
-                    "aux_capture": inputs.aux_capture,
                 },
             )
         )

@@ -272,7 +272,8 @@ draft_cfg = load_draft_config(draft)
 report = trace_draft(target_cfg, draft_cfg, engine, target_class=target_class, aux_capture=aux_capture)
 trace = report.to_dict()
 findings = report.findings
-summary = {k: trace[k] for k in ("captured_layers", "hidden_width", "fc_applied") if k in trace}
+keys = ("target_class", "captured_layers", "trained_layers", "hidden_width", "fc_applied", "feeds")
+summary = {k: trace[k] for k in keys}
 record("summary", summary)
 summary"""),
     md("""
@@ -398,39 +399,47 @@ target verifies them greedily, and every accepted position is counted. Run four 
 injected from the other analyses rather than by hand:
 
 - **healthy**: every weight loaded, three aux hidden states through `fc`;
-- **as loaded by the engine**: tensors the release drops stay at its init (notebook 2);
-- **aux capture off**: the single final hidden state, `fc` bypassed (notebook 3);
-- **both**: what the server actually ran.
+- **as deployed**: tensors the release drops stay at its init (notebook 2) and, with aux capture
+  off, the single final hidden state reaches the draft, `fc` bypassed (notebook 3);
+- **each fix on its own**: the key rename alone, and aux capture alone.
 
 Look at how far each fault pulls accept length from healthy: the healthy figure is the expectation
-a server log is judged against.
+a server log is judged against (notebook 4 draws it as a dashed line).
 """),
     params(
         'target = "data/organism/target"  # transformers target folder\n'
         'draft = "data/organism/draft"  # draft checkpoint folder\n'
         'engine = "sglang==0.5.10"\n'
         "k = 5  # draft tokens per step\n"
-        "num_prompts = None  # None: every held-out prompt\n"
-        "aux_capture = False  # the deployment's aux capture"
+        "num_prompts = None  # None: every held-out prompt (prompts.jsonl beside the target)"
     ),
-    setup("from kit.organism import evaluate, load_prompts"),
+    setup(
+        """\
+from pathlib import Path
+
+from kit.organism import fault_matrix, load_prompts"""
+    ),
     code("""
-prompts = load_prompts(target)[:num_prompts] if num_prompts else None
-wirings = {
-    "healthy": dict(as_loaded_by=None, aux_capture=True),
-    f"as loaded by {engine}": dict(as_loaded_by=engine, aux_capture=True),
-    "aux capture off": dict(as_loaded_by=None, aux_capture=aux_capture),
-    "both (as deployed)": dict(as_loaded_by=engine, aux_capture=aux_capture),
-}
-results = {name: evaluate(target, draft, k=k, prompts=prompts, progress=False, **kw) for name, kw in wirings.items()}
+prompts = None
+if num_prompts:
+    beside = [Path(target) / "prompts.jsonl", Path(target).parent / "prompts.jsonl"]
+    prompts = load_prompts(next(p for p in beside if p.is_file()))[:num_prompts]
+rows = fault_matrix(target, draft, engine, k=k, prompts=prompts, progress=False)
 table = [
-    {"wiring": name, "accept len": r.accept_len, "step-0 acceptance": r.step0_accuracy, "per position": [round(p, 3) for p in r.per_position]}
-    for name, r in results.items()
+    {
+        "wiring": row.label,
+        "accept len": row.result.accept_len,
+        "step-0 acceptance": row.result.step0_accuracy,
+        "per position": [round(p, 3) for p in row.result.per_position],
+        "prompts": row.result.prompts,
+    }
+    for row in rows
 ]
+healthy, deployed = rows[0].result, rows[1].result
 record("table:wirings", table)
-record("expected_accept_len", results["healthy"].accept_len)
-findings = [f for r in results.values() for f in r.findings]
-record("summary", {"k": k, "expected accept len (healthy)": results["healthy"].accept_len})
+record("expected_accept_len", healthy.accept_len)
+record("summary", {"k": k, "expected accept len (healthy)": healthy.accept_len, "accept len as deployed": deployed.accept_len})
+findings = deployed.findings
 display(HTML(table_html(table)))"""),
     md("""
 ## Acceptance per draft position
@@ -442,16 +451,19 @@ that flattens every position to zero is what a server with `accept len 1.00` run
 import plotly.graph_objects as go
 
 fig = go.Figure(
-    [go.Bar(name=name, x=[f"position {i}" for i in range(len(r.per_position))], y=r.per_position) for name, r in results.items()]
+    [go.Bar(name=row.label, x=[f"position {i}" for i in range(k)], y=row.result.per_position) for row in rows]
 )
 fig.update_layout(barmode="group", title=f"Acceptance per position (k = {k})", yaxis_title="accepted fraction", height=380)
 fig.show()
 record("fig:acceptance per position", fig)
-fig = go.Figure(go.Bar(x=list(results), y=[r.accept_len for r in results.values()], marker_color=["#2e7d32", "#ffa000", "#ffa000", "#c62828"]))
+fig = go.Figure(go.Bar(x=[row.label for row in rows], y=[row.result.accept_len for row in rows], marker_color=["#2e7d32", "#c62828", "#ffa000", "#ffa000"]))
 fig.add_hline(y=1.0, line_color="#c62828", annotation_text="zero acceptance")
 fig.update_layout(title="Accept length by wiring", yaxis_title="accept len", height=350)
 fig.show()
 record("fig:accept length by wiring", fig)"""),
+    md("""
+## Findings of the wiring as deployed
+"""),
     code(FINDINGS),
 ]
 
