@@ -189,10 +189,11 @@ def label(name: str, rng: VersionRange | None) -> str:
     """`sglang==0.5.4` when the range holds one known release, else `sglang>=0.5.9,<0.5.11`."""
     if rng is None:
         return name
-    inside = [v for v in RELEASES.get(name, ()) if EngineRelease(name, Version(v)) in rng]
-    if len(inside) == 1:
+    known = RELEASES.get(name, ())
+    inside = [v for v in known if EngineRelease(name, Version(v)) in rng]
+    if len(inside) == 1 and Version(rng.first) >= Version(known[0]):
         return f"{name}=={inside[0]}"
-    return f"{name}{rng}"
+    return f"{name}{rng}".replace(">=0,", "")
 
 
 def infer(run: Run, given: EngineRelease | None) -> None:
