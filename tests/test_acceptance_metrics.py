@@ -1,0 +1,101 @@
+"""Prometheus exposition (written by prometheus_client, as both engines do), SGLang
+/get_server_info and per-request meta_info."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+from kit.acceptance import analyze, parse_files
+
+
+def test_sglang_gauges(tmp_path):
+    """sglang:spec_accept_length (0.5.23 observability/metrics_collector.py:512),
+    sglang:spec_accept_rate (:518), sglang:spec_num_steps / spec_num_draft_tokens (≥0.5.13,
+    :536,542): the 0.5.10 incident figures as a scrape."""
+    reg = CollectorRegistry()
+    labels = {"model_name": "kimi-k2.5", "engine_type": "unified"}
+    for name, value in [
+        ("sglang:spec_accept_length", 1.0),
+        ("sglang:spec_accept_rate", 0.0),
+        ("sglang:spec_num_steps", 4),
+        ("sglang:spec_num_draft_tokens", 5),
+    ]:
+        Gauge(name, "doc", list(labels), registry=reg).labels(**labels).set(value)
+    p = tmp_path / "metrics.prom"
+    p.write_bytes(generate_latest(reg))
+    (run,) = parse_files([p])
+    assert run.engine_name == "sglang"
+    assert run.num_steps == 4 and run.num_draft_tokens == 5
+    assert run.accept_len.mean == 1.0
+    assert run.release_range is not None and str(run.release_range).startswith(">=0.5.3.post2")
+    assert "ZERO_ACCEPTANCE" in {f.code for f in analyze([run]).findings}
+
+
+def test_vllm_counters_with_per_position(tmp_path):
+    """vLLM V1 SpecDecodingProm counters (vllm-eagle3.md §5): exposed with `_total`; two engines'
+    label sets are summed; per-position = accepted at i / drafts."""
+    reg = CollectorRegistry()
+    lab = ["model_name", "engine"]
+    drafts = Counter("vllm:spec_decode_num_drafts", "d", lab, registry=reg)
+    tokens = Counter("vllm:spec_decode_num_draft_tokens", "t", lab, registry=reg)
+    acc = Counter("vllm:spec_decode_num_accepted_tokens", "a", lab, registry=reg)
+    pos = Counter(
+        "vllm:spec_decode_num_accepted_tokens_per_pos", "p", [*lab, "position"], registry=reg
+    )
+    for engine in ("0", "1"):
+        drafts.labels("m", engine).inc(500)
+        tokens.labels("m", engine).inc(1500)
+        acc.labels("m", engine).inc(768)
+        for i, n in enumerate((371.5, 251, 145.5)):
+            pos.labels("m", engine, str(i)).inc(n)
+    p = tmp_path / "vllm.prom"
+    p.write_bytes(generate_latest(reg))
+    (run,) = parse_files([p])
+    (w,) = run.windows
+    assert w.accept_len == pytest.approx(1 + 1536 / 1000)
+    assert w.accept_rate == pytest.approx(1536 / 3000)
+    assert run.per_position == [0.743, 0.502, 0.291]
+    assert run.num_steps == 3
+
+
+def test_server_info(tmp_path):
+    """/get_server_info = server args + internal_states + version (0.5.10
+    entrypoints/http_server.py:601-618): D, steps, topk and the release come from it."""
+    info = {
+        "speculative_algorithm": "EAGLE3",
+        "speculative_num_steps": 4,
+        "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 5,
+        "internal_states": [{"avg_spec_accept_length": 1.0, "last_gen_throughput": 25.1}],
+        "version": "0.5.10",
+    }
+    p = tmp_path / "server_info.json"
+    p.write_text(json.dumps(info))
+    (run,) = parse_files([p])
+    assert run.engine == "sglang==0.5.10"
+    assert (run.num_steps, run.topk, run.num_draft_tokens) == (4, 1, 5)
+    assert run.accept_len.mean == 1.0
+
+
+def test_meta_info_jsonl_histogram(tmp_path):
+    """0.5.10 managers/tokenizer_manager.py:1919-1943: spec_accept_rate = accepted/(verify·(D−1)),
+    spec_accept_token_num / spec_draft_token_num (0.5.6-0.5.10) and spec_accept_histogram
+    (0.5.10-0.5.15, index = drafts accepted in a step) pin 0.5.10 and give per-position rates."""
+    rows = [
+        {"text": "…", "meta_info": {"completion_tokens": 301, "spec_verify_ct": 100,
+         "spec_accept_rate": 0.5, "spec_accept_length": 3.01, "spec_accept_token_num": 200,
+         "spec_draft_token_num": 400, "spec_accept_histogram": [20, 20, 20, 20, 20]}},
+        {"text": "…", "meta_info": {"completion_tokens": 101, "spec_verify_ct": 100,
+         "spec_accept_rate": 0.0, "spec_accept_length": 1.01, "spec_accept_token_num": 0,
+         "spec_draft_token_num": 400, "spec_accept_histogram": [100, 0, 0, 0, 0]}},
+    ]  # fmt: skip
+    p = tmp_path / "responses.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (run,) = parse_files([p])
+    assert run.engine == "sglang==0.5.10"
+    # P(a > i) per request, weighted by drafted tokens (400 each): (0.8+0)/2, (0.6+0)/2, …
+    assert run.per_position == [0.4, 0.3, 0.2, 0.1]
+    assert run.accept_rate.mean == pytest.approx(0.25)
