@@ -1,0 +1,76 @@
+"""Bad input never crashes a parse: garbage, binary data, cut-off lines and two engines' lines in
+one file are counted as unparsed and reported."""
+
+from __future__ import annotations
+
+import random
+
+from kit.acceptance import analyze, parse_files
+
+SGL = (
+    "[2026-03-02 09:46:21 TP0] Decode batch, #running-req: 1, #token: 508, token usage: 0.00, "
+    "accept len: 2.00, accept rate: 0.40, cuda graph: False, gen throughput (token/s): 50.00, "
+    "#queue-req: 0\n"
+)
+VLLM = (
+    "(APIServer pid=7) INFO 10-22 10:27:58 [metrics.py:96] SpecDecoding metrics: Mean acceptance "
+    "length: 2.54, Accepted throughput: 153.60 tokens/s, Drafted throughput: 300.00 tokens/s, "
+    "Accepted: 1536 tokens, Drafted: 3000 tokens, Per-position acceptance rate: 0.743, 0.502, "
+    "0.291, Avg Draft acceptance rate: 51.2%\n"
+)
+
+
+def test_garbage_text(tmp_path):
+    """Random words: every line unparsed, no window, a NO_ACCEPTANCE_DATA finding."""
+    rng = random.Random(0)
+    words = ["accept", "len:", "Decode", "rate", "::", "[", "]", "batch", "%", "1.0"]
+    p = tmp_path / "garbage.log"
+    p.write_text("\n".join(" ".join(rng.choices(words, k=8)) for _ in range(200)) + "\n")
+    (run,) = parse_files([p])
+    assert run.unparsed_lines == 200 and run.window_count == 0
+    codes = {f.code for f in analyze([run]).findings}
+    assert {"NO_ACCEPTANCE_DATA", "UNPARSED_LINES"} <= codes
+
+
+def test_binary_data(tmp_path):
+    """Random bytes (NULs, invalid UTF-8, a 200 kB stretch with no newline) around a good line."""
+    rng = random.Random(1)
+    blob = bytes(rng.randrange(256) for _ in range(4096)).translate(None, b"\r\n")
+    p = tmp_path / "binary.log"
+    p.write_bytes(blob + b"\n" + SGL.encode() + b"\x00" * 200_000 + b"\n" + blob[:50] + b"\n")
+    (run,) = parse_files([p])
+    assert run.accept_len.count == 1
+    assert run.unparsed_lines == 3
+    assert run.unparsed_reasons["over-long line"] == 1
+
+
+def test_truncated_lines(tmp_path):
+    """Lines cut anywhere (no `#queue-req`, half a number, half a vLLM line) are unparsed."""
+    lines = [SGL[:cut] + "\n" for cut in (60, 120, 150, 180)] + [VLLM[:150] + "\n"]
+    p = tmp_path / "cut.log"
+    p.write_text(SGL + "".join(lines) + SGL)
+    (run,) = parse_files([p])
+    assert run.accept_len.count == 2
+    assert run.unparsed_lines == 5
+
+
+def test_two_engines_in_one_file(tmp_path):
+    """SGLang first: the vLLM lines are counted as unparsed, the SGLang ones read."""
+    p = tmp_path / "mixed.log"
+    p.write_text(SGL * 3 + VLLM * 2 + SGL)
+    (run,) = parse_files([p])
+    assert run.engine_name == "sglang"
+    assert run.accept_len.count == 4
+    assert run.unparsed_lines == 2
+    assert run.unparsed_reasons["vllm line in a sglang log"] == 2
+
+
+def test_empty_and_broken_json(tmp_path):
+    """An empty file and a JSON file cut in half: no crash, nothing read, the rest reported."""
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    cut = tmp_path / "cut.json"
+    cut.write_text('{"internal_states": [{"avg_spec_accept_length": 1.0}], "vers')
+    e, c = parse_files([empty, cut])
+    assert e.window_count == 0 and e.unparsed_lines == 0
+    assert c.window_count == 0 and c.unparsed_lines == 1
