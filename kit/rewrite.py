@@ -36,7 +36,7 @@ from kit.checkpoint import (
 )
 from kit.config import AFTER_K_LAYERS, DraftConfig, parse_draft_config
 from kit.engines import EngineRelease, parse_engine
-from kit.engines.params import DROPPED, ERROR, LEFT_AT_INIT, RANDOM, WARNED
+from kit.engines.params import DROPPED, ERROR, LEFT_AT_INIT, UNINITIALIZED, WARNED
 from kit.errors import KitError
 from kit.formats import LAYOUTS, rename_plan
 from kit.loading import LoadReport, simulate_keys
@@ -150,21 +150,17 @@ def fixed_config(cfg: DraftConfig, ck: Checkpoint, release: EngineRelease) -> tu
 # --- the plan -------------------------------------------------------------------------------
 
 
-def _required_missing(report: LoadReport, release: EngineRelease) -> list[str]:
-    """Parameters at init that no rename can fill: the tensor is simply not in the checkpoint."""
-    missing = []
-    for p in report.params:
-        if p.state != LEFT_AT_INIT or p.name == "draft_id_to_target_id" or p.init == RANDOM:
-            continue
-        # vLLM ≥0.18 builds a hidden_norm in every layer; only layer 0 uses it (vllm-eagle3.md §6)
-        if (
-            release.name == "vllm"
-            and p.name.endswith("hidden_norm.weight")
-            and ".layers.0." not in p.name
-        ):
-            continue
-        missing.append(f"{p.name} {list(p.shape)}")
-    return missing
+def _required_missing(report: LoadReport) -> list[str]:
+    """Parameters left as torch.empty garbage: their tensor is simply not in the checkpoint.
+
+    Parameters at a defined init (RMSNorm ones, a random fc.bias, zero d2t) are reported as
+    notes instead: e.g. ModelOpt's layers ≥ 1 ship no input_layernorm, and no rename adds one.
+    """
+    return [
+        f"{p.name} {list(p.shape)}"
+        for p in report.params
+        if p.state == LEFT_AT_INIT and p.init == UNINITIALIZED
+    ]
 
 
 def plan_fix(ck: Checkpoint, cfg: DraftConfig, release: EngineRelease | str) -> FixPlan:
@@ -192,7 +188,7 @@ def plan_fix(ck: Checkpoint, cfg: DraftConfig, release: EngineRelease | str) -> 
             f"no rename makes every tensor load in {rel}: " + "; ".join(_problems(after)[:4]),
             ck.path,
         )
-    missing = _required_missing(after, rel)
+    missing = _required_missing(after)
     if missing:
         raise KitError(
             f"refusing: the checkpoint has no tensor for {', '.join(missing[:4])}"

@@ -1,0 +1,174 @@
+"""`fix`: rename plans verified on the simulator, and the streaming, verified, atomic rewrite."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import kit.rewrite as rewrite
+from kit.checkpoint import open_checkpoint
+from kit.config import load_draft_config
+from kit.errors import KitError
+from kit.rewrite import plan_fix, verify_output, write_fixed
+
+LAYOUTS = Path(__file__).resolve().parent.parent / "data" / "layouts"
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def fix(folder: Path, engine: str, **kw):
+    ck = open_checkpoint(folder)
+    plan = plan_fix(ck, load_draft_config(folder), engine)
+    return ck, plan, (write_fixed(ck, plan, **kw) if kw else None)
+
+
+def test_sample_fixed_for_0_5_10_loads_every_tensor(sample_dir, tmp_path):
+    """The 0.5.10 fix renames `layers.0.` → `midlayer.` and flattens the speculators config;
+    replaying 0.5.10 on the output drops nothing, and every tensor's bytes are the source's."""
+    before = sha(sample_dir / "model.safetensors")
+    _, plan, out = fix(sample_dir, "sglang==0.5.10", out=tmp_path / "fixed")
+    assert plan.renames["layers.0.self_attn.q_proj.weight"] == "midlayer.self_attn.q_proj.weight"
+    assert len(plan.renames) == 10
+    report = verify_output(out, "sglang==0.5.10")
+    assert not report.with_outcome("dropped_silently") and not report.crashed
+    assert report.config_supported
+    assert all(p.state != "left_at_init" for p in report.params)
+    src, dst = load_file(sample_dir / "model.safetensors"), load_file(out / "model.safetensors")
+    assert set(dst) == {plan.renames.get(k, k) for k in src}
+    for name, tensor in src.items():
+        assert torch.equal(dst[plan.renames.get(name, name)], tensor)
+    config = json.loads((out / "config.json").read_text())
+    assert config["architectures"] == ["LlamaForCausalLMEagle3"]
+    assert config["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [1, 15, 28]
+    assert config["draft_vocab_size"] == 16 and config["hidden_size"] == 32
+    assert sha(sample_dir / "model.safetensors") == before
+
+
+def test_sample_for_0_5_12_changes_only_the_config(sample_dir):
+    _, plan, _ = fix(sample_dir, "sglang==0.5.12")
+    assert plan.renames == {} and plan.config is not None
+    assert plan.after.config_supported and not plan.before.config_supported
+
+
+def test_in_place_keeps_orig(sample_dir, tmp_path):
+    folder = copy(sample_dir, tmp_path / "ck")
+    original = sha(folder / "model.safetensors")
+    fix(folder, "sglang==0.5.10", in_place=True)
+    assert sha(folder / "model.safetensors.orig") == original
+    assert (folder / "config.json.orig").exists()
+    assert not verify_output(folder, "sglang==0.5.10").with_outcome("dropped_silently")
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_refuses_when_a_tensor_is_missing(sample_dir, tmp_path):
+    folder = copy(sample_dir, tmp_path / "ck")
+    tensors = load_file(folder / "model.safetensors")
+    del tensors["layers.0.mlp.down_proj.weight"]
+    save_file(tensors, folder / "model.safetensors")
+    with pytest.raises(KitError, match=r"no tensor for model\.midlayer\.mlp\.down_proj\.weight"):
+        fix(folder, "sglang==0.5.10")
+
+
+def test_refuses_without_d2t(sample_dir, tmp_path):
+    folder = copy(sample_dir, tmp_path / "ck")
+    tensors = load_file(folder / "model.safetensors")
+    del tensors["d2t"]
+    save_file(tensors, folder / "model.safetensors")
+    with pytest.raises(KitError, match="cannot create d2t"):
+        fix(folder, "vllm==0.11.0")
+
+
+def test_modelopt_midlayer_indexed_to_layers(tmp_path):
+    """ModelOpt `midlayer.{i}.` becomes `layers.{i}.` for vLLM 0.14 and SGLang 0.5.12."""
+    for engine in ("vllm==0.14.0", "sglang==0.5.12"):
+        _, plan, out = fix(LAYOUTS / "modelopt-midlayer", engine, out=tmp_path / engine)
+        assert plan.renames["midlayer.1.mlp.up_proj.weight"] == "layers.1.mlp.up_proj.weight"
+        report = verify_output(out, engine)
+        assert not report.crashed and not report.with_outcome("dropped_silently")
+    # vLLM gives layer 1 an input_layernorm that ModelOpt never ships: left at ones, noted
+    assert (
+        "model.layers.1.input_layernorm.weight stays ones (vllm==0.14.0)"
+        in fix(LAYOUTS / "modelopt-midlayer", "vllm==0.14.0")[1].notes
+    )
+
+
+def test_specforge_for_vllm_0_10_rewrites_the_architecture(tmp_path):
+    _, plan, out = fix(LAYOUTS / "specforge", "vllm==0.10.2", out=tmp_path / "o")
+    assert plan.renames == {}
+    assert json.loads((out / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
+    assert verify_output(out, "vllm==0.10.2").config_supported
+
+
+def test_specforge_ids_for_vllm_0_24_become_after_k_layers(tmp_path):
+    """vLLM reads aux ids verbatim as "after k layers"; SpecForge's are "output of layer k"."""
+    _, plan, _ = fix(LAYOUTS / "specforge", "vllm==0.24.0")
+    assert plan.config["eagle_aux_hidden_state_layer_ids"] == [2, 16, 29]
+
+
+def test_sharded_rewrite(sample_dir, tmp_path):
+    src = load_file(sample_dir / "model.safetensors")
+    folder = tmp_path / "sharded"
+    folder.mkdir()
+    names = sorted(src)
+    halves = {"a.safetensors": names[::2], "b.safetensors": names[1::2]}
+    weight_map = {}
+    for shard, keys in halves.items():
+        save_file({k: src[k] for k in keys}, folder / shard)
+        weight_map |= dict.fromkeys(keys, shard)
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    shutil.copy(sample_dir / "config.json", folder / "config.json")
+    _, _, out = fix(folder, "sglang==0.5.10", out=tmp_path / "out")
+    index = json.loads((out / "model.safetensors.index.json").read_text())["weight_map"]
+    assert (
+        index["midlayer.self_attn.q_proj.weight"] == weight_map["layers.0.self_attn.q_proj.weight"]
+    )
+    assert not verify_output(out, "sglang==0.5.10").with_outcome("dropped_silently")
+
+
+def test_corrupt_copy_is_caught_and_nothing_lands(sample_dir, tmp_path, monkeypatch):
+    """A copy that writes wrong bytes fails verification; no destination, no temp files."""
+    real = rewrite._copy_range
+
+    def corrupting(src_fd, dst_fd, begin, length):
+        real(src_fd, dst_fd, begin, length)
+        if length > 100:
+            os.pwrite(dst_fd, b"\x7f", os.lseek(dst_fd, 0, os.SEEK_CUR) - 1)
+
+    monkeypatch.setattr(rewrite, "_copy_range", corrupting)
+    with pytest.raises(KitError, match="verification failed"):
+        fix(sample_dir, "sglang==0.5.10", out=tmp_path / "o")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_out_must_not_exist(sample_dir, tmp_path):
+    (tmp_path / "o").mkdir()
+    with pytest.raises(KitError, match="already exists"):
+        fix(sample_dir, "sglang==0.5.10", out=tmp_path / "o")
+
+
+def test_cli_fix_json(sample_dir, tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "kit", "fix", str(sample_dir), "--for", "sglang==0.5.10",
+         "--out", str(tmp_path / "o"), "--json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["after"] == {"crashed": False, "problems": []}
+    assert len(data["plan"]["problems_before"]) == 10 and data["plan"]["problems_after"] == []
