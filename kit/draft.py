@@ -1,0 +1,513 @@
+"""A reference EAGLE-3 draft `nn.Module` that follows the engines' forward pass step for step.
+
+One draft step, as SGLang's `LlamaForCausalLMEagle3` runs it (shared/reference/sglang-eagle3.md
+§C; 0.5.10 `models/llama_eagle3.py:144-190`) and where vLLM's `Eagle3LlamaForCausalLM` differs
+(vllm-eagle3.md §3):
+
+    e = embed_tokens(input_ids)                                   hook: embeds
+    SGLang: fc only if hidden.shape[-1] != e.shape[-1]            hook: aux_hidden_states
+    vLLM:   fc always on the target's states (not on the draft's own)
+            [input_norm over K·Ht] [fc_norm per chunk] -> fc      hooks: fc_in, fc_out
+    residual = h (vLLM norm_before_residual: hidden_norm(h))
+    x = cat(input_layernorm(e), hidden_norm(h))                   hook: attn_in (2H wide)
+    q, k, v = qkv_proj(x); RoPE; causal attention; o_proj         hooks: qkv, attn_out
+    y, residual = post_attention_layernorm(a + residual)          hook: residual
+    m = mlp(y)                                                    hook: mlp_out
+    s = m + residual; n = norm(s)                                 hook: norm_out
+    logits = lm_head(n)  (draft vocab)                            hook: logits
+    ids = argmax; target id = i + d2t[i]                          hook: draft_token_ids
+    next hidden = s (or n with norm_output)                       hook: hidden_out
+
+Parameter names are each engine era's own (merged `qkv_proj` / `gate_up_proj`; `model.midlayer`
+in SGLang ≤0.5.11, `model.layers.{i}` later and in vLLM), so a load simulation's report can be
+applied name for name. The engines pad vocabulary rows to a multiple of 64; this module keeps the
+exact vocabulary (padding rows are never read). Every tensor that crosses a boundary passes an
+identity `HookPoint`, and `run_with_cache` returns `{hook name: tensor}` (TransformerLens style).
+The module builds and runs on the meta device, so a full-scale draft traces without memory.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from kit.checkpoint import Checkpoint
+from kit.config import DraftConfig
+from kit.engines import EngineRelease, Row, VersionRange, parse_engine, pick
+from kit.errors import KitError
+
+# ---------------------------------------------------------------------------------------------
+# Engine eras: what the module looks like and does, per release (engine behaviour is data).
+
+
+@dataclass(frozen=True)
+class Era:
+    """How one range of engine releases builds and runs an EAGLE-3 Llama draft."""
+
+    engine: str  # "sglang" | "vllm"
+    layer_attr: str  # "midlayer" (one layer) | "layers" (ModuleList)
+    fc_gate: str  # "shape": fc iff width != H (SGLang) | "always": fc on target states (vLLM)
+    fc_bias_always: bool  # SGLang ≤0.4.8: plain nn.Linear, bias whatever the config says
+    norm_before_residual: bool  # whether the engine honours the config flag
+    input_norm: bool  # honours norm_before_fc (RMSNorm over K·Ht before fc)
+    fc_norm: bool  # honours fc_norm (one RMSNorm per aux chunk)
+    norm_output: bool  # honours norm_output (post-norm hidden carried to the next step)
+    aux_switch: bool  # honours eagle_config.use_aux_hidden_state=false by skipping fc
+    hidden_norm_every_layer: bool  # vLLM ≥0.18: layers i≥1 own an (unused) hidden_norm
+    d2t_param: str  # "never" | "always" | "if_reduced": when vLLM has draft_id_to_target_id
+    config_bias: bool  # `bias: true` gives fc and o_proj a bias (SGLang; vLLM builds none)
+    later_input_norm: str  # the fused-add norm that opens layers i ≥ 1
+
+
+def _sg(layer_attr, bias_always, fc_norm, norm_output, input_norm) -> Era:
+    return Era("sglang", layer_attr, "shape", bias_always, False, input_norm, fc_norm,
+               norm_output, False, False, "never", True, "hidden_norm")  # fmt: skip
+
+
+def _vl(input_norm, fc_norm, norm_output, aux_switch, hn_every, d2t) -> Era:
+    return Era("vllm", "layers", "always", False, True, input_norm, fc_norm, norm_output,
+               aux_switch, hn_every, d2t, False, "input_layernorm")  # fmt: skip
+
+
+ERAS: dict[str, list[Row[Era]]] = {
+    "sglang": [
+        Row(VersionRange("0.4.4.post2", "0.4.9"), _sg("midlayer", True, False, False, False),
+            "0.4.6.post1 models/llama_eagle3.py:107-128 (fc = nn.Linear with bias)"),
+        Row(VersionRange("0.4.9", "0.5.12"), _sg("midlayer", False, False, False, False),
+            "0.5.10 models/llama_eagle3.py:138,144,176 (fc bias = config.bias; gate :176)"),
+        Row(VersionRange("0.5.12", "0.5.17"), _sg("layers", False, True, True, False),
+            "0.5.12 models/llama_eagle3.py:160,180,218 (layers ModuleList, fc_norm, norm_output)"),
+        Row(VersionRange("0.5.17"), _sg("layers", False, True, True, True),
+            "0.5.23 models/llama_eagle3.py:163,199,238 (+ input_norm if norm_before_fc)"),
+    ],
+    "vllm": [
+        Row(VersionRange("0.9.2", "0.12.0"), _vl(False, False, False, False, False, "always"),
+            "0.9.2 v1/spec_decode/eagle.py L100-104 (fc always); models/llama_eagle3.py"),
+        Row(VersionRange("0.12.0", "0.18.0"), _vl(False, False, False, True, False, "always"),
+            "0.12.0 llama_eagle3.py combine_hidden_states (returns input if use_aux_hidden_state is False)"),
+        Row(VersionRange("0.18.0", "0.24.0"), _vl(False, False, False, True, True, "always"),
+            "0.18.0 llama_eagle3.py (hidden_norm in every layer)"),
+        Row(VersionRange("0.24.0", "0.28.0"), _vl(True, False, True, True, True, "always"),
+            "0.24.0 llama_eagle3.py (input_norm if norm_before_fc, norm_output)"),
+        Row(VersionRange("0.28.0", "0.33.0"), _vl(True, True, True, True, True, "always"),
+            "0.28.0 llama_eagle3.py (+ fc_norm)"),
+        Row(VersionRange("0.33.0"), _vl(True, True, True, True, True, "if_reduced"),
+            "0.33.0 llama_eagle3.py (draft_id_to_target_id only if draft_vocab_size != vocab)"),
+    ],
+}  # fmt: skip
+
+DEFAULT_RELEASE = {"sglang": "sglang==0.5.12", "vllm": "vllm==0.11.0"}
+
+
+def era_for(release: EngineRelease) -> Row[Era]:
+    return pick(ERAS[release.name], release)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building blocks.
+
+
+class HookPoint(nn.Module):
+    """Identity; a named place where `run_with_cache` reads the tensor passing through."""
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.hook_name = name
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+class RMSNorm(nn.Module):
+    """RMSNorm with the engines' fused add: `norm(x, residual)` returns `(norm(x+r), x+r)`."""
+
+    def __init__(self, width: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None):
+        if residual is not None:
+            x = x + residual
+        var = x.float().pow(2).mean(-1, keepdim=True)
+        out = (x.float() * torch.rsqrt(var + self.eps)).to(x.dtype) * self.weight
+        return out if residual is None else (out, x)
+
+
+def rope(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
+    """Neox-style rotary embedding over the last dim of `x` [..., T, heads, hd]."""
+    hd = x.shape[-1]
+    inv = 1.0 / theta ** (torch.arange(0, hd, 2, device=x.device, dtype=torch.float32) / hd)
+    ang = positions.to(torch.float32)[..., :, None] * inv  # [..., T, hd/2]
+    cos, sin = ang.cos()[..., None, :], ang.sin()[..., None, :]
+    x1, x2 = x[..., : hd // 2].float(), x[..., hd // 2 :].float()
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1).to(x.dtype)
+
+
+class ChainCache:
+    """Keys and values of earlier draft steps, for chain drafting from every row at once.
+
+    Step 0 runs causally over the whole sequence (the draft-extend pass) and stores its keys.
+    Step j ≥ 1 is one query per row `t` (the chain that started at `t`): it attends to step 0's
+    keys at positions ≤ t plus its own chain's keys of steps 1..j (EAGLE-3 "training-time test").
+    """
+
+    def __init__(self, num_layers: int):
+        self.kv: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(num_layers)]
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: DraftConfig, in_width: int, prefix: str, bias: bool):
+        super().__init__()
+        self.nh, self.nkv, self.hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+        self.theta = cfg.rope_theta
+        out = (self.nh + 2 * self.nkv) * self.hd
+        self.qkv_proj = nn.Linear(in_width, out, bias=False)
+        self.o_proj = nn.Linear(self.nh * self.hd, cfg.hidden_size, bias=bias)
+        self.hook_qkv = HookPoint(prefix + "qkv")
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor, kv: list | None) -> torch.Tensor:
+        qkv = self.hook_qkv(self.qkv_proj(x))
+        q, k, v = qkv.split([self.nh * self.hd, self.nkv * self.hd, self.nkv * self.hd], -1)
+        q = rope(q.unflatten(-1, (self.nh, self.hd)), positions, self.theta)
+        k = rope(k.unflatten(-1, (self.nkv, self.hd)), positions, self.theta)
+        v = v.unflatten(-1, (self.nkv, self.hd))
+        rep = self.nh // self.nkv
+        k, v = k.repeat_interleave(rep, -2), v.repeat_interleave(rep, -2)  # [..., T, nh, hd]
+        if kv is not None:
+            kv.append((k, v))
+        scale = 1.0 / math.sqrt(self.hd)
+        k0, v0 = kv[0] if kv else (k, v)
+        scores = torch.einsum("...qhd,...khd->...hqk", q, k0) * scale  # [..., nh, T, T]
+        t = scores.shape[-1]
+        causal = torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+        if kv and len(kv) > 1:  # chain steps: each row also sees its own chain's keys
+            diag = [torch.einsum("...qhd,...qhd->...hq", q, ki)[..., None] for ki, _ in kv[1:]]
+            scores = torch.cat([scores, *(d * scale for d in diag)], -1)
+        p = scores.float().softmax(-1).to(q.dtype)
+        out = torch.einsum("...hqk,...khd->...qhd", p[..., :t], v0)
+        for j, (_, vj) in enumerate(kv[1:] if kv else []):
+            out = out + p[..., t + j].transpose(-1, -2)[..., None] * vj
+        return self.o_proj(out.flatten(-2))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: DraftConfig):
+        super().__init__()
+        self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, up = self.gate_up_proj(x).chunk(2, -1)
+        return self.down_proj(F.silu(gate) * up)
+
+
+class DecoderLayer(nn.Module):
+    """Layer 0 reads `cat(input_layernorm(embeds), hidden_norm(h))`; later layers read H."""
+
+    def __init__(self, cfg: DraftConfig, index: int, era: Era):
+        super().__init__()
+        h, eps = cfg.hidden_size, cfg.rms_norm_eps
+        self.first = index == 0
+        prefix = "" if self.first else f"layers.{index}."
+        # layer 0 norms embeds and h apart; later layers open with one fused-add norm, which
+        # SGLang ≥0.5.12 calls hidden_norm and vLLM input_layernorm (≥0.18 adds an unused one)
+        self.input_norm_name = "input_layernorm" if self.first else era.later_input_norm
+        if self.first or era.later_input_norm == "input_layernorm":
+            self.input_layernorm = RMSNorm(h, eps)
+        if self.first or era.hidden_norm_every_layer or era.later_input_norm == "hidden_norm":
+            self.hidden_norm = RMSNorm(h, eps)
+        bias = cfg.bias and era.config_bias
+        self.self_attn = Attention(cfg, 2 * h if self.first else h, prefix, bias)
+        self.post_attention_layernorm = RMSNorm(h, eps)
+        self.mlp = MLP(cfg)
+        self.norm_before_residual = cfg.norm_before_residual and era.norm_before_residual
+        self.hook_attn_in = HookPoint(prefix + "attn_in")
+        self.hook_attn_out = HookPoint(prefix + "attn_out")
+        self.hook_residual = HookPoint(prefix + "residual")
+        self.hook_mlp_out = HookPoint(prefix + "mlp_out")
+
+    def forward(self, embeds, h, residual, positions, kv):
+        if self.first:
+            hn = self.hidden_norm(h)
+            residual = hn if self.norm_before_residual else h
+            x = torch.cat([self.input_layernorm(embeds), hn], -1)
+        else:
+            x, residual = getattr(self, self.input_norm_name)(h, residual)
+        a = self.hook_attn_out(self.self_attn(self.hook_attn_in(x), positions, kv))
+        y, residual = self.post_attention_layernorm(a, residual)
+        return self.hook_mlp_out(self.mlp(y)), self.hook_residual(residual)
+
+
+class Eagle3Model(nn.Module):
+    """The `model.` part: embedding, fc (and its norms), decoder layer(s), final norm."""
+
+    def __init__(self, cfg: DraftConfig, era: Era):
+        super().__init__()
+        k, ht, h = cfg.num_aux, cfg.target_width, cfg.hidden_size
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, h)
+        if era.input_norm and cfg.norm_before_fc:
+            self.input_norm = RMSNorm(k * ht, cfg.rms_norm_eps)
+        if era.fc_norm and cfg.fc_norm:
+            self.fc_norm = nn.ModuleList(RMSNorm(ht, cfg.rms_norm_eps) for _ in range(k))
+        self.fc = nn.Linear(k * ht, h, bias=era.fc_bias_always or (cfg.bias and era.config_bias))
+        layers = [DecoderLayer(cfg, i, era) for i in range(cfg.num_hidden_layers)]
+        if era.layer_attr == "midlayer":
+            if cfg.num_hidden_layers != 1:  # 0.5.10 llama_eagle3.py: ValueError
+                raise KitError(
+                    f"{era.engine} before 0.5.12 supports exactly 1 draft layer, config has "
+                    f"{cfg.num_hidden_layers} ('EAGLE3 currently only supports 1 layer')",
+                    cfg.path,
+                )
+            self.midlayer = layers[0]
+        else:
+            self.layers = nn.ModuleList(layers)
+        self.norm = RMSNorm(h, cfg.rms_norm_eps)
+
+    def decoder_layers(self) -> list[DecoderLayer]:
+        return [self.midlayer] if hasattr(self, "midlayer") else list(self.layers)
+
+
+class Eagle3Draft(nn.Module):
+    """An EAGLE-3 draft as one engine release builds and runs it (see the module docstring)."""
+
+    def __init__(self, cfg: DraftConfig, release: EngineRelease):
+        super().__init__()
+        row = era_for(release)
+        self.cfg, self.release, self.era, self.era_source = cfg, release, row.value, row.source
+        self.model = Eagle3Model(cfg, self.era)
+        vd = cfg.effective_draft_vocab
+        if not cfg.tie_word_embeddings:
+            self.lm_head = nn.Linear(cfg.hidden_size, vd, bias=False)
+        # d2t offsets: a vLLM parameter (`draft_id_to_target_id`), SGLang's `hot_token_id` source
+        reduced = vd != cfg.vocab_size
+        if self.era.d2t_param == "always" or (self.era.d2t_param == "if_reduced" and reduced):
+            self.register_buffer("draft_id_to_target_id", torch.zeros(vd, dtype=torch.long))
+        elif reduced:
+            self.register_buffer("d2t", torch.zeros(vd, dtype=torch.long))
+        for name in ("aux_hidden_states", "fc_in", "fc_out", "embeds", "norm_out", "logits"):
+            setattr(self, f"hook_{name}", HookPoint(name))
+        self.hook_draft_token_ids = HookPoint("draft_token_ids")
+        self.hook_hidden_out = HookPoint("hidden_out")
+        self.use_d2t = True
+        self.fc_applied: bool | None = None  # whether the last forward ran fc
+
+    # -- the vocabulary map ---------------------------------------------------------------
+
+    def d2t_buffer_name(self) -> str | None:
+        for name in ("draft_id_to_target_id", "d2t"):
+            if hasattr(self, name):
+                return name
+        return None
+
+    @property
+    def d2t_offsets(self) -> torch.Tensor | None:
+        """`target id = draft id + d2t[draft id]`; None: draft ids are used as target ids."""
+        if not self.use_d2t:
+            return None
+        name = self.d2t_buffer_name()
+        return None if name is None else getattr(self, name)
+
+    def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
+        d2t = self.d2t_offsets
+        return draft_ids if d2t is None else draft_ids + d2t[draft_ids]
+
+    def head(self) -> nn.Module:
+        return self.model.embed_tokens if self.cfg.tie_word_embeddings else self.lm_head
+
+    # -- one draft step -------------------------------------------------------------------
+
+    def combine(self, hidden: torch.Tensor, own: bool) -> torch.Tensor:
+        """The `fc` stage: the engine's gate, then `input_norm` / `fc_norm` and `fc`."""
+        h = self.cfg.hidden_size
+        if self.era.fc_gate == "shape":  # SGLang 0.5.10 llama_eagle3.py:176
+            run = hidden.shape[-1] != h
+        else:  # vLLM: combine_hidden_states on the target's states only
+            run = not own and (self.cfg.use_aux_hidden_state or not self.era.aux_switch)
+        self.fc_applied = run
+        if not run:
+            return hidden
+        x = self.hook_fc_in(hidden)
+        if hasattr(self.model, "input_norm"):
+            x = self.model.input_norm(x)
+        if hasattr(self.model, "fc_norm"):
+            chunks = x.chunk(len(self.model.fc_norm), -1)
+            x = torch.cat([n(c) for n, c in zip(self.model.fc_norm, chunks, strict=True)], -1)
+        return self.hook_fc_out(self.model.fc(x))
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        hidden_states: torch.Tensor,
+        positions: torch.Tensor | None = None,
+        cache: ChainCache | None = None,
+        own_hidden: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One draft step over `[..., T]` tokens; returns `(logits, next-step hidden)`.
+
+        `hidden_states` is what the engine hands over: the target's aux states (`K·Ht` wide), or
+        any other width to reproduce a fault; `own_hidden=True` marks the draft's own hidden from
+        the previous step (vLLM then skips fc; SGLang's shape gate decides by itself).
+        """
+        if positions is None:
+            positions = torch.arange(input_ids.shape[-1], device=input_ids.device)
+        embeds = self.hook_embeds(self.model.embed_tokens(input_ids))
+        h = self.combine(self.hook_aux_hidden_states(hidden_states), own_hidden)
+        if h.shape[-1] != embeds.shape[-1]:  # what fc should have produced
+            raise KitError(
+                f"draft gets a {h.shape[-1]}-wide hidden state but its layer needs "
+                f"{embeds.shape[-1]} (fc {'bypassed' if not self.fc_applied else 'ran'})"
+            )
+        layers = self.model.decoder_layers()
+        residual = None
+        for i, layer in enumerate(layers):
+            kv = cache.kv[i] if cache is not None else None
+            h, residual = layer(embeds, h, residual, positions, kv)
+        normed, summed = self.model.norm(h, residual)
+        normed = self.hook_norm_out(normed)
+        logits = self.hook_logits(self.head()(normed)[..., : self.cfg.effective_draft_vocab])
+        self.hook_draft_token_ids(self.to_target_ids(logits.argmax(-1)))
+        nxt = normed if (self.cfg.norm_output and self.era.norm_output) else summed
+        return logits, self.hook_hidden_out(nxt)
+
+    # -- hooks ----------------------------------------------------------------------------
+
+    def hook_points(self) -> dict[str, HookPoint]:
+        return {m.hook_name: m for m in self.modules() if isinstance(m, HookPoint)}
+
+    def run_with_cache(
+        self,
+        input_ids: torch.Tensor,
+        hidden_states: torch.Tensor,
+        positions: torch.Tensor | None = None,
+        names_filter: Callable[[str], bool] | list[str] | str | None = None,
+        **kwargs,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Run one step and return `(logits, {hook name: tensor})` for the hooks that fired.
+
+        `fc_out` is absent from the cache when fc was bypassed; `self.fc_applied` says which.
+        """
+        if isinstance(names_filter, str):
+            names_filter = [names_filter]
+        if isinstance(names_filter, list):
+            wanted = set(names_filter)
+            names_filter = wanted.__contains__
+        cache: dict[str, torch.Tensor] = {}
+        handles = []
+        for name, hp in self.hook_points().items():
+            if names_filter is None or names_filter(name):
+
+                def save(_m, _inp, out, name=name):
+                    cache[name] = out.detach()
+
+                handles.append(hp.register_forward_hook(save))
+        try:
+            logits, _ = self(input_ids, hidden_states, positions, **kwargs)
+        finally:
+            for hnd in handles:
+                hnd.remove()
+        return logits, cache
+
+
+def build_draft(
+    cfg: DraftConfig, engine: str = "sglang", release: EngineRelease | str | None = None
+) -> Eagle3Draft:
+    """The draft as `release` (default: the first era that loads every layout) would build it.
+
+    Parameters start at PyTorch's defaults; `load_state` fills them as a load report says.
+    Build under `with torch.device("meta"):` to trace a full-size draft without memory.
+    """
+    if release is None:
+        release = DEFAULT_RELEASE.get(engine)
+        if release is None:
+            raise KitError(f"unknown engine {engine!r}; use sglang or vllm")
+    if isinstance(release, str):
+        release = parse_engine(release)
+    return Eagle3Draft(cfg, release)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading: apply a load simulation's report (`kit.loading.simulate_load`) to the module.
+
+
+def load_state(
+    draft: Eagle3Draft, ck: Checkpoint, report, target: nn.Module | None = None, seed: int = 0
+) -> None:
+    """Fill `draft` the way the report's engine release fills its parameters.
+
+    Loaded keys are copied into their parameter (merged q/k/v and gate/up at their shard's
+    rows); `from_target` parameters get the target's embedding / head (`target` is a
+    transformers causal LM); `left_at_init` parameters get the engine's init: `ones`, `zeros`,
+    `random` (PyTorch's default `nn.Linear` init) or `uninitialized`. The engine's
+    `torch.empty` leaves whatever was in memory; the stand-in here is a seeded draw at PyTorch's
+    default init scale (U(±1/sqrt(fan_in))), so runs repeat and the figure is a best case:
+    real leftover memory is never closer to the trained weights. A `d2t` key that the engine
+    consumes becomes the module's token map.
+    """
+    params = dict(draft.named_parameters()) | dict(draft.named_buffers())
+    with torch.no_grad():
+        for rec in report.keys:
+            if rec.outcome == "consumed" and "d2t" in rec.key:
+                buf = draft.d2t_buffer_name()
+                if buf is not None:
+                    params[buf].copy_(ck.read_tensor(rec.key))
+            elif rec.outcome == "loaded" and rec.param in params:
+                rows = _shard_rows(draft, rec.param, rec.shard)
+                dest = params[rec.param] if rows is None else params[rec.param][rows]
+                src = ck.read_tensor(rec.key)
+                dest.copy_(src[: dest.shape[0]] if src.shape[0] > dest.shape[0] else src)
+        for st in report.params:
+            if st.name not in params:
+                continue
+            p = params[st.name]
+            if st.state == "from_target":
+                p.copy_(_from_target(st.name, p, target))
+            elif st.state == "left_at_init":
+                _init_like_engine(p, st.init, seed + zlib.crc32(st.name.encode()))
+
+
+def _shard_rows(draft: Eagle3Draft, name: str, shard) -> slice | None:
+    """Rows of a merged parameter that one checkpoint shard fills (engine shard ids)."""
+    if shard is None:
+        return None
+    c = draft.cfg
+    nq, nkv, i = c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim, None
+    starts = {"q": (0, nq), "k": (nq, nkv), "v": (nq + nkv, nkv)}
+    i = c.intermediate_size
+    starts |= {0: (0, i), 1: (i, i)}
+    if shard not in starts:
+        raise KitError(f"unknown shard {shard!r} for {name}")
+    begin, rows = starts[shard]
+    return slice(begin, begin + rows)
+
+
+def _from_target(name: str, p: torch.Tensor, target: nn.Module | None) -> torch.Tensor:
+    if target is None:
+        raise KitError(f"{name} comes from the target in this engine; pass the target model")
+    src = (
+        target.get_input_embeddings() if "embed_tokens" in name else target.get_output_embeddings()
+    )
+    w = src.weight
+    if w.shape[1] != p.shape[1]:
+        raise KitError(f"target {tuple(w.shape)} does not fit the draft's {name} {tuple(p.shape)}")
+    return w[: p.shape[0]]
+
+
+def _init_like_engine(p: torch.Tensor, init: str, seed: int) -> None:
+    if init == "ones":
+        p.fill_(1.0)
+    elif init == "zeros":
+        p.zero_()
+    elif init in ("random", "uninitialized"):
+        g = torch.Generator().manual_seed(seed)
+        bound = 1.0 / math.sqrt(p.shape[-1]) if p.dim() > 1 else 1.0 / math.sqrt(p.numel())
+        p.copy_((torch.rand(p.shape, generator=g) * 2 - 1) * bound)
+    else:
+        raise KitError(f"unknown engine init {init!r}")
