@@ -1,0 +1,193 @@
+"""Header-only inspection: time independent of data size, flat memory.
+
+Writes a small and a >= 2 GB safetensors file, and a 100-shard index with small and with large
+shards, into a temp dir (deleted afterwards), then times:
+  * `open_checkpoint` in-process against `safetensors.torch.load_file` of the same data;
+  * `python -m kit inspect PATH --json` end to end against a bare `python -c "import safetensors"`;
+and reads each subprocess's peak RSS with `getrusage(RUSAGE_CHILDREN)` in a fresh wrapper.
+Files are freshly written, so both sides read from a warm page cache. safetensors 0.8's
+`load_file` maps the file lazily by default, so the byte-reading baseline is
+`load_file(..., backend="pread")`; the lazy default is shown too.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIG_BYTES = 2 << 30  # 2 GiB
+SMALL_BYTES = 20 << 20  # 20 MiB
+N_TENSORS = 16
+N_SHARDS = 100
+WRITE_CHUNK = 64 << 20
+
+# Runs a command and prints its wall time and peak RSS (KiB); only that command is our child.
+_WRAPPER = (
+    "import resource, subprocess, sys, time;"
+    "t = time.perf_counter();"
+    "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode;"
+    "w = time.perf_counter() - t;"
+    "print(rc, w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+)
+
+
+def write_safetensors(path: Path, names: list[str], total_bytes: int) -> None:
+    """A valid BF16 safetensors file of about `total_bytes`, written in chunks (never in RAM)."""
+    per = total_bytes // len(names) // 2 // 1024 * 1024  # BF16 elements per tensor, rows of 1024
+    header, offset = {}, 0
+    for name in names:
+        header[name] = {
+            "dtype": "BF16",
+            "shape": [per // 1024, 1024],
+            "data_offsets": [offset, offset + per * 2],
+        }
+        offset += per * 2
+    body = json.dumps(header).encode()
+    body += b" " * (-len(body) % 8)
+    pattern = bytes(range(256)) * (WRITE_CHUNK // 256)  # non-zero: real pages, not a sparse file
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(body)) + body)
+        left = offset
+        while left:
+            n = min(left, len(pattern))
+            f.write(pattern[:n])
+            left -= n
+
+
+def write_sharded(folder: Path, shard_bytes: int) -> Path:
+    """N_SHARDS shards of one tensor each behind a model.safetensors.index.json."""
+    folder.mkdir()
+    weight_map = {}
+    for s in range(N_SHARDS):
+        shard = f"model-{s + 1:05d}-of-{N_SHARDS:05d}.safetensors"
+        name = f"model.layers.{s}.mlp.up_proj.weight"
+        write_safetensors(folder / shard, [name], shard_bytes)
+        weight_map[name] = shard
+    index = folder / "model.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    return index
+
+
+def median_time(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def child(cmd: list[str], repeat: int = 3) -> tuple[float, float]:
+    """Median wall seconds and max peak RSS (MB) of `cmd`, each run in a fresh wrapper."""
+    walls, rss = [], []
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True, cwd=ROOT
+        )
+        rc, wall, kib = out.stdout.split()
+        if rc != "0":
+            raise RuntimeError(f"{cmd} failed: {out.stderr}")
+        walls.append(float(wall))
+        rss.append(int(kib) / 1024)
+    return statistics.median(walls), max(rss)
+
+
+def load_all(path: str | Path, backend: str = "pread") -> None:
+    """The baseline: every tensor of the file (or of every shard an index names). safetensors
+    0.8's default `mmap` backend maps the file lazily; `pread` reads every byte into memory."""
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    files = (
+        [path.parent / f for f in set(json.loads(path.read_text())["weight_map"].values())]
+        if path.suffix == ".json"
+        else [path]
+    )
+    for f in files:
+        load_file(f, backend=backend)
+
+
+def measure(label: str, path: Path, data_bytes: int) -> dict:
+    from kit.checkpoint import open_checkpoint
+
+    open_s = median_time(lambda: open_checkpoint(path), 20)
+    mmap_s = median_time(lambda: load_all(path, "mmap"), 3)
+    load_s = median_time(lambda: load_all(path, "pread"), 3)
+    cli_s, cli_rss = child([sys.executable, "-m", "kit", "inspect", str(path), "--json"])
+    load_code = "import sys; from bench.bench_inspect import load_all; load_all(sys.argv[1])"
+    _, load_rss = child([sys.executable, "-c", load_code, str(path)], repeat=1)
+    return {
+        "label": label,
+        "data_gb": data_bytes / 1e9,
+        "open_ms": open_s * 1e3,
+        "load_file_ms": load_s * 1e3,
+        "mmap_ms": mmap_s * 1e3,
+        "cli_ms": cli_s * 1e3,
+        "cli_rss_mb": cli_rss,
+        "load_file_rss_mb": load_rss,
+    }
+
+
+def main() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    sys.path.insert(0, str(ROOT))
+    bare_s, bare_rss = child([sys.executable, "-c", "import safetensors"], repeat=5)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench_inspect_") as tmp:
+        tmp = Path(tmp)
+        for label, size in (
+            ("single file, 20 MiB", SMALL_BYTES),
+            ("single file, 2 GiB", BIG_BYTES),
+        ):
+            path = tmp / "model.safetensors"
+            write_safetensors(
+                path, [f"model.layers.{i}.mlp.up_proj.weight" for i in range(N_TENSORS)], size
+            )
+            rows.append(measure(label, path, path.stat().st_size))
+            path.unlink()
+        for label, shard in (
+            (f"{N_SHARDS}-shard index, 64 KiB shards", 64 << 10),
+            (f"{N_SHARDS}-shard index, 20 MiB shards", BIG_BYTES // N_SHARDS),
+        ):
+            folder = tmp / f"sharded_{shard}"
+            index = write_sharded(folder, shard)
+            size = sum(p.stat().st_size for p in folder.glob("*.safetensors"))
+            rows.append(measure(label, index, size))
+            for p in folder.iterdir():
+                p.unlink()
+            folder.rmdir()
+    print(report(rows, bare_s, bare_rss))
+
+
+def report(rows: list[dict], bare_s: float, bare_rss: float) -> str:
+    lines = [
+        f'bare `python -c "import safetensors"`: {bare_s * 1e3:.0f} ms, peak RSS {bare_rss:.0f} MB',
+        "",
+        "| checkpoint | data | open_checkpoint | load_file (pread) | load_file / open "
+        "| load_file (lazy mmap) | `inspect --json` process | inspect / bare import "
+        "| inspect peak RSS | load_file (pread) peak RSS |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['label']} | {r['data_gb']:.3f} GB | {r['open_ms']:.2f} ms | "
+            f"{r['load_file_ms']:.0f} ms | {r['load_file_ms'] / r['open_ms']:.0f}× | "
+            f"{r['mmap_ms']:.2f} ms | "
+            f"{r['cli_ms']:.0f} ms | {r['cli_ms'] / (bare_s * 1e3):.1f}× | "
+            f"{r['cli_rss_mb']:.0f} MB | " + f"{r['load_file_rss_mb']:.0f} MB |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
