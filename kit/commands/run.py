@@ -72,8 +72,10 @@ def run(args: argparse.Namespace) -> int:
     console.print(render_table(result.findings, title="Findings, root causes first"))
     for step in result.steps:
         style = {"ok": "green", "failed": "bold red", "skipped": "yellow"}[step.status]
-        console.print(f"[{style}]{step.summary_line()}[/]", highlight=False)
-    console.print(f"postmortem: {args.out / 'postmortem.html'} ({result.seconds:.1f} s)")
+        console.print(f"[{style}]{step.summary_line()}[/]", highlight=False, soft_wrap=True)
+    console.print(
+        f"postmortem: {args.out / 'postmortem.html'} ({result.seconds:.1f} s)", soft_wrap=True
+    )
     if gate is not None and any(f.severity >= gate for f in result.findings):
         worst = max(f.severity for f in result.findings)
         console.print(f"[bold red]fail: a {Severity(worst).name.lower()} finding (--fail-on)[/]")
