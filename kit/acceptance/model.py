@@ -34,7 +34,7 @@ class Window:
 
 
 class Stat:
-    """Exact count/mean/min/max/median over a stream of rounded values, in bounded memory."""
+    """Exact count/mean/min/max/median over a stream of printed (rounded) values, in bounded memory."""
 
     __slots__ = ("count", "hist", "max", "min", "total")
 
@@ -48,9 +48,11 @@ class Stat:
     def add(self, v: float) -> None:
         self.count += 1
         self.total += v
-        self.min = min(self.min, v)
-        self.max = max(self.max, v)
-        self.hist[round(v, 4)] += 1
+        if v < self.min:
+            self.min = v
+        if v > self.max:
+            self.max = v
+        self.hist[v] += 1  # logged values carry 2-3 decimals: few distinct keys
 
     @property
     def mean(self) -> float | None:
@@ -58,7 +60,7 @@ class Stat:
 
     @property
     def p50(self) -> float | None:
-        """Lower median of the rounded values."""
+        """Lower median."""
         if not self.count:
             return None
         half, seen = (self.count + 1) // 2, 0

@@ -1,7 +1,7 @@
 """SGLang log lines: `Decode batch` in every release's shape, and `avg_spec_accept_length=`.
 
 Logger format `[%(asctime)s{.ms}{ DP/PP/TP/EP ranks}] %(message)s` (sglang-eagle3.md §F.1). The
-message is split into `key: value` fields, so hybrid-pool, PD-disaggregation, MFU and DSpark
+message is read by field name (`key: value` joined by `, `), so hybrid-pool, PD-disaggregation, MFU and DSpark
 fields are read when present and never break the parse. A decode line without `#queue-req` (every
 release prints it) was cut off and counts as unparsed.
 """
@@ -16,7 +16,6 @@ from kit.acceptance.model import Window
 _PREFIX = re.compile(
     r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{3}))?((?: [A-Z_]+\d+)*)\] "
 )
-_GRAPH_KEYS = ("cuda graph", "cpu graph", "npu graph", "musa graph")
 _EXTRA_KEYS = ("cap len", "block accept len")
 _AVG = re.compile(r"avg_spec_accept_length=([0-9.]+)\s*$")
 
@@ -28,24 +27,38 @@ class Garbled(Exception):
     """A line that starts like an SGLang decode line but cannot be read (cut off, mangled)."""
 
 
-_midnight: dict[tuple[str, str, str], int] = {}
+_midnight: dict[str, int] = {}
 
 
 def timestamp(line: str) -> float | None:
     """Seconds for the `[YYYY-MM-DD HH:MM:SS(.mmm)…]` prefix, or None without one."""
-    m = _PREFIX.match(line)
-    if not m:
+    if line[:1] != "[" or line[5:6] != "-" or line[11:12] != " ":
         return None
-    y, mo, d, hh, mm, ss, ms, _ranks = m.groups()
-    day = _midnight.get((y, mo, d))
-    if day is None:
-        day = _midnight[(y, mo, d)] = calendar.timegm((int(y), int(mo), int(d), 0, 0, 0))
-    t = day + int(hh) * 3600 + int(mm) * 60 + int(ss)
-    return t + int(ms) / 1000 if ms else float(t)
+    date = line[1:11]
+    try:
+        day = _midnight.get(date)
+        if day is None:
+            day = _midnight[date] = calendar.timegm(
+                (int(date[:4]), int(date[5:7]), int(date[8:10]), 0, 0, 0)
+            )
+        t = day + int(line[12:14]) * 3600 + int(line[15:17]) * 60 + int(line[18:20])
+        return t + int(line[21:24]) / 1000 if line[20:21] == "." else float(t)
+    except ValueError:
+        return None
 
 
 def has_prefix(line: str) -> bool:
     return _PREFIX.match(line) is not None
+
+
+def _field(text: str, key: str) -> str | None:
+    """The value after `key` up to the next comma (fields are `key: value` joined by ", ")."""
+    i = text.find(key)
+    if i < 0:
+        return None
+    i += len(key)
+    j = text.find(",", i)
+    return text[i:j] if j >= 0 else text[i:]
 
 
 def parse_line(line: str, line_no: int) -> tuple[Window, Signature] | None:
@@ -75,29 +88,26 @@ def parse_line(line: str, line_no: int) -> tuple[Window, Signature] | None:
     else:
         raise Garbled("decode header")
     trailing = rest.endswith(", ")
-    fields = {}
-    for part in rest.split(", "):
-        key, sep, value = part.partition(": ")
-        if sep:
-            fields[key] = value
-    queue = fields.get("#queue-req")
+    queue = _field(rest, ", #queue-req: ")
     if queue is None or not queue.isdigit():
         raise Garbled("decode line cut off before #queue-req")
-    graph = next((k for k in _GRAPH_KEYS if k in fields), None)
+    g = rest.find(" graph: ")
+    graph = rest[rest.rfind(", ", 0, g) + 2 : g] + " graph" if g >= 0 else None
+    al = _field(rest, ", accept len: ")
+    ar = _field(rest, ", accept rate: ")
+    tp = _field(rest, ", gen throughput (token/s): ")
+    running = _field(", " + rest, ", #running-req: ")
     try:
-        al = fields.get("accept len")
-        ar = fields.get("accept rate")
-        tp = fields.get("gen throughput (token/s)")
         w = Window(
             t=timestamp(line),
             accept_len=float(al) if al is not None else None,
             accept_rate=float(ar) if ar is not None else None,
             throughput=float(tp) if tp is not None else None,
-            running=int(fields["#running-req"]) if "#running-req" in fields else None,
+            running=int(running) if running is not None else None,
             line_no=line_no,
         )
     except ValueError as e:
         raise Garbled(f"decode field: {e}") from None
-    extras = tuple(k for k in _EXTRA_KEYS if k in fields)
+    extras = tuple(k for k in _EXTRA_KEYS if f", {k}: " in rest)
     rate = None if al is None else ar is not None
     return w, ("sglang", header, rate, graph, trailing, extras)
