@@ -13,9 +13,10 @@ import dataclasses
 import enum
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import nbformat
+if TYPE_CHECKING:
+    import nbformat
 
 MIME = "application/vnd.eagle3-kit.record+json"
 
@@ -52,6 +53,8 @@ def record(name: str, value: Any) -> None:
 
 def read_records(nb: nbformat.NotebookNode | str | Path) -> dict[str, Any]:
     """Every recorded value of an executed notebook by name (a later record wins)."""
+    import nbformat  # not at import time: kernels record without it (its import is slow)
+
     if not isinstance(nb, nbformat.NotebookNode):
         nb = nbformat.read(str(nb), as_version=4)
     records: dict[str, Any] = {}

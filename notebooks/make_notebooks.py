@@ -18,12 +18,14 @@ import nbformat
 HERE = Path(__file__).resolve().parent
 
 
-def setup(imports: str = "") -> nbformat.NotebookNode:
-    """The first code cell: the kit's imports, and one thread so parallel kernels share the cores."""
+def setup(imports: str = "", torch: bool = False) -> nbformat.NotebookNode:
+    """The first code cell: the kit's imports (and one torch thread where torch does the work)."""
+    head = "import torch\n" if torch else ""
+    tail = "\n\ntorch.set_num_threads(1)  # parallel kernels share the cores" if torch else ""
     return code(
-        "import torch\nfrom IPython.display import HTML, display\n\n"
+        f"{head}from IPython.display import HTML, display\n\n"
         "from kit.findings import render_text, to_html\nfrom kit.postmortem import table_html\n"
-        f"from kit.record import record\n{imports}\n\ntorch.set_num_threads(1)"
+        f"from kit.record import record\n{imports}{tail}"
     )
 
 
@@ -264,7 +266,8 @@ scale, step by step along named hook points. Look at the width entering the draf
         """\
 from kit.config import load_draft_config, load_target_config
 from kit.plots.datapath import datapath_figure
-from kit.trace import trace_draft"""
+from kit.trace import trace_draft""",
+        torch=True,
     ),
     code("""
 target_cfg = load_target_config(target_config)
@@ -417,7 +420,8 @@ a server log is judged against (notebook 4 draws it as a dashed line).
         """\
 from pathlib import Path
 
-from kit.organism import fault_matrix, load_prompts"""
+from kit.organism import fault_matrix, load_prompts""",
+        torch=True,
     ),
     code("""
 prompts = None
