@@ -20,12 +20,14 @@ HERE = Path(__file__).resolve().parent
 
 def setup(imports: str = "", torch: bool = False) -> nbformat.NotebookNode:
     """The first code cell: the kit's imports (and one torch thread where torch does the work)."""
-    head = "import torch\n" if torch else ""
-    tail = "\n\ntorch.set_num_threads(1)  # parallel kernels share the cores" if torch else ""
+    head = "import os\n\n" + ("import torch\n" if torch else "")
+    tail = "\ntorch.set_num_threads(1)  # parallel kernels share the cores" if torch else ""
     return code(
         f"{head}from IPython.display import HTML, display\n\n"
         "from kit.findings import render_text, to_html\nfrom kit.postmortem import table_html\n"
-        f"from kit.record import record\n{imports}{tail}"
+        f"from kit.record import record\nfrom kit.runbook import ROOT\n{imports}\n\n"
+        "os.chdir(ROOT)  # paths in the parameters are relative to the repo root, as in headless runs"
+        f"{tail}"
     )
 
 
