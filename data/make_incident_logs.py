@@ -111,16 +111,20 @@ def render(probs: tuple[float, ...] | None, seed: int, windows: int = 60) -> str
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
+def render_all() -> dict[str, str]:
+    """File name -> text for every bundled incident log."""
     zero = (0.0,) * NUM_STEPS
-    logs = {
+    return {
         "before.log": render(zero, seed=1),
         "after-rename.log": render(zero, seed=2),
         "after-both-fixes.log": render(HEALTHY, seed=3),
         "baseline-no-spec.log": render(None, seed=4),
     }
-    for name, text in logs.items():
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    for name, text in render_all().items():
         (OUT / name).write_text(text)
         print(f"wrote {OUT / name} ({len(text.splitlines())} lines)")
 

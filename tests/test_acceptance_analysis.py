@@ -139,3 +139,18 @@ def test_expected_accept_len_and_chain_cap(tmp_path):
     q.write_text(INCIDENT)
     codes = {f.code for f in analyze(parse_files([q]), expected_accept_len=3.2).findings}
     assert "BELOW_EXPECTED_ACCEPT_LEN" in codes
+
+
+def test_incident_logs_are_reproducible():
+    """data/make_incident_logs.py renders the committed files byte for byte."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_incident_logs", LOGS.parent.parent / "make_incident_logs.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rendered = module.render_all()
+    assert sorted(rendered) == sorted(p.name for p in LOGS.glob("*.log"))
+    for name, text in rendered.items():
+        assert (LOGS / name).read_text() == text, name

@@ -1,0 +1,117 @@
+"""Streaming log parse: MB/s and peak memory on a >= 1 GB SGLang log, against grep.
+
+Writes a 1.1 GB SGLang 0.5.10 server log into a temp dir (deleted afterwards): decode lines
+rendered with the generator's format (data/make_incident_logs.py) with varying figures, prefill
+lines, a garbled line now and then. Then, each in a fresh subprocess whose peak RSS is read with
+`getrusage(RUSAGE_CHILDREN)`:
+  * baseline `grep -c 'accept len' FILE`;
+  * a bare Python loop counting the same lines (the floor for any Python line parser);
+  * `parse_files([FILE])` (every line parsed, figures streamed into the run's statistics);
+  * `parse_files` on a 110 MB prefix of the same log, to show memory does not grow with size.
+The file is freshly written, so every side reads from a warm page cache.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET_BYTES = 1100 * 10**6
+SMALL_BYTES = 110 * 10**6
+BLOCK_LINES = 20_000
+
+sys.path.insert(0, str(ROOT / "data"))
+from make_incident_logs import decode_line, prefill_line  # noqa: E402
+
+_WRAPPER = (
+    "import resource, subprocess, sys, time;"
+    "t = time.perf_counter();"
+    "p = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
+    "w = time.perf_counter() - t;"
+    "print(p.returncode, w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+    "p.stdout.strip().replace(' ', '_'))"
+)
+_PARSE = (
+    "import sys; from kit.acceptance import parse_files;"
+    "r = parse_files([sys.argv[1]])[0];"
+    "print(r.accept_len.count, r.unparsed_lines, round(r.accept_len.mean, 4))"
+)
+_LOOP = "import sys; print(sum(1 for line in open(sys.argv[1]) if 'accept len' in line))"
+
+
+def write_log(path: Path, target: int) -> int:
+    """About `target` bytes of log; returns the number of decode lines with `accept len`."""
+    from datetime import datetime, timedelta
+
+    rng = random.Random(0)
+    t = datetime(2026, 3, 2, 10, 0, 0)
+    lines, decode = [], 0
+    for i in range(BLOCK_LINES):
+        t += timedelta(seconds=1.6)
+        if i % 50 == 0:
+            lines.append(prefill_line(t, rng.randint(100, 4000), rng.randint(0, 10**6), 1500.0))
+        elif i % 997 == 0:
+            lines.append(decode_line(t, 1, 500, 2.0, 50.0)[:90])  # cut off: unparsed
+        else:
+            al = rng.choice([1.0, rng.uniform(1, 5)])
+            lines.append(decode_line(t, rng.randint(1, 64), rng.randint(0, 10**6), al, al * 25))
+            decode += 1
+    block = ("\n".join(lines) + "\n").encode()
+    repeats = -(-target // len(block))
+    with open(path, "wb") as f:
+        for _ in range(repeats):
+            f.write(block)
+    return decode * repeats
+
+
+def measure(cmd: list[str]) -> tuple[float, int, str]:
+    out = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *cmd], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    if out[0] != "0":
+        raise RuntimeError(f"{cmd} failed")
+    return float(out[1]), int(out[2]), out[3] if len(out) > 3 else ""
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        big = Path(tmp) / "server.log"
+        expected = write_log(big, TARGET_BYTES)
+        small = Path(tmp) / "small.log"
+        with open(big, "rb") as src, open(small, "wb") as dst:
+            dst.write(src.read(SMALL_BYTES))
+            dst.write(src.readline())
+        size = big.stat().st_size
+        mb = size / 1e6
+        g_wall, g_rss, g_out = measure(["grep", "-c", "accept len", str(big)])
+        l_wall, l_rss, l_out = measure([sys.executable, "-c", _LOOP, str(big)])
+        p_wall, p_rss, p_out = measure([sys.executable, "-c", _PARSE, str(big)])
+        s_wall, s_rss, _ = measure([sys.executable, "-c", _PARSE, str(small)])
+    windows = int(p_out.split("_")[0])
+    assert int(g_out) == int(l_out) == expected, (g_out, l_out, expected)
+    # The cut-off lines end before "accept len" (90 characters), so no count includes them.
+    assert windows == expected, (windows, expected)
+    print(f"log: {mb:.0f} MB, {expected} decode lines, unparsed {p_out.split('_')[1]}")
+    print(f"{'':34}{'wall s':>8}{'MB/s':>9}{'peak RSS MB':>13}")
+    for name, wall, rss in [
+        ("grep -c 'accept len' (baseline)", g_wall, g_rss),
+        ("python line loop (count only)", l_wall, l_rss),
+        ("parse_files (1.1 GB)", p_wall, p_rss),
+        (f"parse_files ({small.name} {SMALL_BYTES / 1e6:.0f} MB)", s_wall, s_rss),
+    ]:
+        size_mb = SMALL_BYTES / 1e6 if "small" in name else mb
+        print(f"{name:34}{wall:8.2f}{size_mb / wall:9.1f}{rss / 1024:13.1f}")
+    print(f"parse_files / grep wall-time ratio: {p_wall / g_wall:.1f}x")
+    print(f"parse_files / python loop ratio:   {p_wall / l_wall:.1f}x")
+    print(
+        f"peak RSS / file size: {p_rss * 1024 / size:.3%}; RSS 1.1 GB vs 110 MB: "
+        f"{p_rss / s_rss:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()
