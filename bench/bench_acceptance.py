@@ -32,8 +32,8 @@ _WRAPPER = (
     "t = time.perf_counter();"
     "p = subprocess.run(sys.argv[1:], capture_output=True, text=True);"
     "w = time.perf_counter() - t;"
-    "print(p.returncode, w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
-    "p.stdout.strip().replace(' ', '_'))"
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN);"
+    "print(p.returncode, w, u.ru_maxrss, u.ru_utime + u.ru_stime, p.stdout.strip().replace(' ', '_'))"
 )
 _PARSE = (
     "import sys; from kit.acceptance import parse_files;"
@@ -68,13 +68,14 @@ def write_log(path: Path, target: int) -> int:
     return decode * repeats
 
 
-def measure(cmd: list[str]) -> tuple[float, int, str]:
+def measure(cmd: list[str]) -> tuple[float, float, int, str]:
+    """(wall s, CPU s, peak RSS KiB, stdout) of `cmd` in a fresh wrapper process."""
     out = subprocess.run(
         [sys.executable, "-c", _WRAPPER, *cmd], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
     if out[0] != "0":
         raise RuntimeError(f"{cmd} failed")
-    return float(out[1]), int(out[2]), out[3] if len(out) > 3 else ""
+    return float(out[1]), float(out[3]), int(out[2]), out[4]
 
 
 def main() -> None:
@@ -87,29 +88,29 @@ def main() -> None:
             dst.write(src.readline())
         size = big.stat().st_size
         mb = size / 1e6
-        g_wall, g_rss, g_out = measure(["grep", "-c", "accept len", str(big)])
-        l_wall, l_rss, l_out = measure([sys.executable, "-c", _LOOP, str(big)])
-        p_wall, p_rss, p_out = measure([sys.executable, "-c", _PARSE, str(big)])
-        s_wall, s_rss, _ = measure([sys.executable, "-c", _PARSE, str(small)])
-    windows = int(p_out.split("_")[0])
-    assert int(g_out) == int(l_out) == expected, (g_out, l_out, expected)
+        grep = measure(["grep", "-c", "accept len", str(big)])
+        loop = measure([sys.executable, "-c", _LOOP, str(big)])
+        parse = measure([sys.executable, "-c", _PARSE, str(big)])
+        small_parse = measure([sys.executable, "-c", _PARSE, str(small)])
+        small_mb = small.stat().st_size / 1e6
+    windows, unparsed, _mean = parse[3].split("_")
     # The cut-off lines end before "accept len" (90 characters), so no count includes them.
-    assert windows == expected, (windows, expected)
-    print(f"log: {mb:.0f} MB, {expected} decode lines, unparsed {p_out.split('_')[1]}")
-    print(f"{'':34}{'wall s':>8}{'MB/s':>9}{'peak RSS MB':>13}")
-    for name, wall, rss in [
-        ("grep -c 'accept len' (baseline)", g_wall, g_rss),
-        ("python line loop (count only)", l_wall, l_rss),
-        ("parse_files (1.1 GB)", p_wall, p_rss),
-        (f"parse_files ({small.name} {SMALL_BYTES / 1e6:.0f} MB)", s_wall, s_rss),
-    ]:
-        size_mb = SMALL_BYTES / 1e6 if "small" in name else mb
-        print(f"{name:34}{wall:8.2f}{size_mb / wall:9.1f}{rss / 1024:13.1f}")
-    print(f"parse_files / grep wall-time ratio: {p_wall / g_wall:.1f}x")
-    print(f"parse_files / python loop ratio:   {p_wall / l_wall:.1f}x")
+    assert int(grep[3]) == int(loop[3]) == int(windows) == expected, (grep, loop, parse, expected)
+    print(f"log: {mb:.0f} MB, {expected} decode lines, {unparsed} unparsed (cut-off) lines")
+    print(f"{'':34}{'wall s':>8}{'CPU s':>8}{'MB/s CPU':>10}{'peak RSS MB':>13}")
+    rows = [
+        ("grep -c 'accept len' (baseline)", grep, mb),
+        ("python line loop (count only)", loop, mb),
+        (f"parse_files ({mb:.0f} MB)", parse, mb),
+        (f"parse_files ({small_mb:.0f} MB prefix)", small_parse, small_mb),
+    ]
+    for name, (wall, cpu, rss, _), size_mb in rows:
+        print(f"{name:34}{wall:8.2f}{cpu:8.2f}{size_mb / cpu:10.1f}{rss / 1024:13.1f}")
+    print(f"parse_files / grep CPU-time ratio: {parse[1] / grep[1]:.1f}x")
+    print(f"parse_files / python loop ratio:   {parse[1] / loop[1]:.1f}x")
     print(
-        f"peak RSS / file size: {p_rss * 1024 / size:.3%}; RSS 1.1 GB vs 110 MB: "
-        f"{p_rss / s_rss:.2f}x"
+        f"peak RSS / file size: {parse[2] * 1024 / size:.2%}; "
+        f"peak RSS {mb:.0f} MB log vs {small_mb:.0f} MB prefix: {parse[2] / small_parse[2]:.2f}x"
     )
 
 

@@ -99,3 +99,46 @@ def test_meta_info_jsonl_histogram(tmp_path):
     # P(a > i) per request, weighted by drafted tokens (400 each): (0.8+0)/2, (0.6+0)/2, …
     assert run.per_position == [0.4, 0.3, 0.2, 0.1]
     assert run.accept_rate.mean == pytest.approx(0.25)
+
+
+def test_vllm_v0_gauges_and_counters(tmp_path):
+    """V0 (≤0.9.x, vllm-eagle3.md §5): gauges vllm:spec_decode_draft_acceptance_rate /
+    _efficiency and counters vllm:spec_decode_num_{accepted,draft,emitted}_tokens_total; there
+    is no drafts counter, so the rate is known and accept len is not; zero acceptance still shows."""
+    reg = CollectorRegistry()
+    Gauge("vllm:spec_decode_draft_acceptance_rate", "r", registry=reg).set(0.0)
+    Gauge("vllm:spec_decode_efficiency", "e", registry=reg).set(0.25)
+    Counter("vllm:spec_decode_num_accepted_tokens", "a", registry=reg).inc(0)
+    Counter("vllm:spec_decode_num_draft_tokens", "d", registry=reg).inc(3000)
+    Counter("vllm:spec_decode_num_emitted_tokens", "m", registry=reg).inc(1000)
+    p = tmp_path / "v0.prom"
+    p.write_bytes(generate_latest(reg))
+    (run,) = parse_files([p])
+    (w,) = run.windows
+    assert w.accept_rate == 0.0 and w.accept_len is None
+    assert ("vllm", "prometheus-v0") in run.formats
+    assert "ZERO_ACCEPTANCE" in {f.code for f in analyze([run]).findings}
+
+
+@pytest.mark.parametrize(
+    ("keys", "label"),
+    [
+        ({"spec_accept_rate": 0.5, "spec_accept_length": 3.0}, "sglang>=0.5.3.post2"),
+        ({"spec_accepted_drafts": 200, "spec_proposed_drafts": 400,
+          "spec_accept_histogram": [20, 20, 20, 20, 20]}, "sglang>=0.5.11,<0.5.16"),
+        ({"spec_accepted_drafts": 200, "spec_proposed_drafts": 400, "spec_num_correct_drafts": 200,
+          "spec_num_proposed_drafts": 400}, "sglang>=0.5.12,<0.5.16"),
+        ({"spec_num_correct_drafts": 200, "spec_num_proposed_drafts": 400,
+          "spec_correct_drafts_histogram": [20, 20, 20, 20, 20]}, "sglang>=0.5.12"),
+    ],
+)  # fmt: skip
+def test_meta_info_keys_date_the_release(tmp_path, keys, label):
+    """meta_info keys per release (sglang-eagle3.md §F.3, managers/tokenizer_manager.py):
+    spec_accept_rate/length ≥0.5.3.post2; spec_accepted_drafts 0.5.11-0.5.15; spec_accept_histogram
+    0.5.10-0.5.15; spec_num_correct_drafts ≥0.5.12 (0.5.23 keeps only the latter family)."""
+    meta = {"completion_tokens": 301, "spec_verify_ct": 100, "spec_accept_length": 3.01, **keys}
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps({"meta_info": meta}))
+    (run,) = parse_files([p])
+    assert run.engine == label
+    assert run.accept_len.mean == pytest.approx(keys.get("spec_accept_length", 3.01))

@@ -189,12 +189,13 @@ def zero_acceptance(run: Run) -> Finding | None:
         return None
     meaning = interpret(run)
     rates = sorted({w.accept_rate for w in floor if w.accept_rate is not None})
-    evidence = [
-        f"accept len {run.accept_len.min:.2f}–{run.accept_len.max:.2f} over "
-        f"{run.spec_windows} windows; {len(floor)}/{len(spec)} sampled windows at the floor 1.00",
-        "implied accepted drafts per step: "
-        f"{meaning.get('implied_accepted_drafts_per_step', 0.0):.2f}",
-    ]
+    evidence = [f"{len(floor)}/{len(spec)} sampled windows with no accepted draft"]
+    if run.accept_len.count:
+        evidence += [
+            f"accept len {run.accept_len.min:.2f}–{run.accept_len.max:.2f} over "
+            f"{run.accept_len.count} windows (floor 1.00)",
+            f"implied accepted drafts per step: {meaning['implied_accepted_drafts_per_step']:.2f}",
+        ]
     if rates:
         evidence.append(f"logged accept rate {', '.join(f'{r:.2f}' for r in rates)}")
     if "zero_acceptance_rate" in meaning:

@@ -4,7 +4,8 @@ One scrape is one window. SGLang exports gauges set at each decode log (`sglang:
 `sglang:spec_accept_rate`, ≥0.5.13 `sglang:spec_num_steps` / `sglang:spec_num_draft_tokens`;
 sglang-eagle3.md §F.3); vLLM V1 exports counters (`vllm:spec_decode_num_drafts`,
 `…_num_draft_tokens`, `…_num_accepted_tokens`, `…_num_accepted_tokens_per_pos{position}`;
-vllm-eagle3.md §5), from which accept len, rate and per-position rates follow.
+vllm-eagle3.md §5), from which accept len, rate and per-position rates follow; V0 (≤0.9.x) has
+`vllm:spec_decode_draft_acceptance_rate` / `…_efficiency` gauges and token counters only.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def _vllm(c: dict[str, float], per_pos: dict[int, float], run: Run) -> None:
     accepted = c.get("vllm:spec_decode_num_accepted_tokens", 0.0)
     if drafts:
         run.num_steps = run.num_steps or round(draft_tokens / drafts)
-    run.formats[("vllm", "prometheus-v1")] += 1
+    v0 = "vllm:spec_decode_efficiency" in c  # V0 gauges (≤0.9.x): no per-draft counts
+    run.formats[("vllm", "prometheus-v0" if v0 else "prometheus-v1")] += 1
     run.add(
         Window(
             accept_len=1 + accepted / drafts if drafts else None,
