@@ -112,11 +112,13 @@ def module_of(name):
 
 
 tensors = info["tensors"]
-modules = sorted({module_of(t["name"]) for t in tensors})
+parent = {t["name"]: module_of(t["name"]) for t in tensors}
+modules = sorted({m for n, m in parent.items() if m != n})  # `d2t` is its own module
 fig = go.Figure(
     go.Treemap(
+        ids=modules + [t["name"] for t in tensors],
         labels=modules + [t["name"] for t in tensors],
-        parents=[""] * len(modules) + [module_of(t["name"]) for t in tensors],
+        parents=[""] * len(modules) + [parent[t["name"]] if parent[t["name"]] != t["name"] else "" for t in tensors],
         values=[0] * len(modules) + [t["nbytes"] for t in tensors],
         customdata=[""] * len(modules) + [f"{t['dtype']} {t['shape']}" for t in tensors],
         hovertemplate="%{label}<br>%{customdata}<br>%{value} bytes<extra></extra>",
