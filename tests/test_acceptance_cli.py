@@ -68,3 +68,13 @@ def test_figures_draw_floor_expected_and_runs():
     assert len(fig.data[0].x) == 60 and fig.data[0].x[0] == 0
     assert len(per_position_figure(runs).data) == 2
     assert list(throughput_figure(runs).data[1].y)[:1] == [runs[1].windows[0].throughput]
+
+
+def test_per_position_figure_takes_dicts_and_objects():
+    """Offline results (any object with per_position) sit beside a run's measured rates."""
+    from types import SimpleNamespace
+
+    offline = SimpleNamespace(name="offline", per_position=[0.745, 0.52])
+    fig = per_position_figure([{"source": "served", "per_position": [0.0, 0.0]}, offline])
+    assert [t.name for t in fig.data] == ["served", "offline"]
+    assert list(fig.data[1].y) == [0.745, 0.52]

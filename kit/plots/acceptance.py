@@ -12,7 +12,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from kit.acceptance.analysis import EAGLE3_TREE_ACCEPT_LEN, bands
+from kit.acceptance.analysis import bands
 from kit.acceptance.model import Run
 
 
@@ -81,13 +81,23 @@ def accept_len_figure(
     return fig
 
 
-def per_position_figure(runs_or_results: Sequence[Run | dict[str, Any]]) -> go.Figure:
-    """Acceptance per draft position, one bar group per run (Runs or `summarize` dicts)."""
+def per_position_figure(runs_or_results: Sequence[Any]) -> go.Figure:
+    """Acceptance per draft position, one bar group per entry.
+
+    Entries are `Run`s, `summarize` dicts, or any object with `per_position` (and a `name` or
+    `source`), e.g. an offline acceptance result.
+    """
     fig = go.Figure()
-    for r in runs_or_results:
-        name = _name(r) if isinstance(r, Run) else str(r.get("source", "run"))
-        pp = r.per_position if isinstance(r, Run) else r.get("per_position") or []
-        fig.add_trace(go.Bar(x=[f"pos {i}" for i in range(len(pp))], y=pp, name=name))
+    for i, r in enumerate(runs_or_results):
+        if isinstance(r, Run):
+            name, pp = _name(r), r.per_position
+        elif isinstance(r, dict):
+            name, pp = str(r.get("name") or r.get("source") or f"run {i}"), r.get("per_position")
+        else:
+            name = str(getattr(r, "name", None) or getattr(r, "source", None) or f"run {i}")
+            pp = getattr(r, "per_position", None)
+        pp = list(pp or [])
+        fig.add_trace(go.Bar(x=[f"pos {j}" for j in range(len(pp))], y=pp, name=name))
     fig.update_layout(
         title="Per-position acceptance",
         yaxis_title="P(accepted)",
@@ -121,12 +131,3 @@ def write_html(path: str | Path, runs: Sequence[Run], expected: float | None = N
         for i, f in enumerate(figs)
     ]
     Path(path).write_text("<html><body>" + "".join(parts) + "</body></html>")
-
-
-__all__ = [
-    "EAGLE3_TREE_ACCEPT_LEN",
-    "accept_len_figure",
-    "per_position_figure",
-    "throughput_figure",
-    "write_html",
-]
