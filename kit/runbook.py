@@ -40,6 +40,16 @@ TITLES = {
     "05_offline_acceptance": "Offline acceptance (what the draft should reach)",
 }
 
+# Longest first, so the steps waiting on it do not lengthen the run: the offline acceptance (which
+# the acceptance notebook needs), then the full-scale trace.
+START_ORDER = (
+    "05_offline_acceptance",
+    "03_hidden_state_tracing",
+    "01_key_inspection",
+    "02_load_weights_simulation",
+    "04_acceptance_rate",
+)
+
 
 @dataclass
 class RunInputs:
@@ -259,6 +269,7 @@ def plan(inputs: RunInputs) -> tuple[list[Step], list[StepResult]]:
         steps.append(Step("04_acceptance_rate", params, needs))
     else:
         skip("04_acceptance_rate", "no --log given")
+    steps.sort(key=lambda step: START_ORDER.index(step.name))
     return steps, skipped
 
 
