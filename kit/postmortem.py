@@ -23,6 +23,20 @@ from kit.runbook import Run, StepResult
 RUNS_TABLE = "table:runs compared"
 MAX_ROWS = 60
 
+# What each step checks, for a reader who never opens the notebooks.
+ABOUT = {
+    "01_key_inspection": "What the draft checkpoint holds: its tensors by name, the trainer that "
+    "wrote it, and what its config says (read from the file headers only).",
+    "02_load_weights_simulation": "What the engine release does with each checkpoint key when it "
+    "loads the draft: loaded, merged, or dropped without a word, leaving a parameter untrained.",
+    "03_hidden_state_tracing": "What the target hands the draft at full scale: which hidden "
+    "states, how wide, and whether the draft's fc projection runs.",
+    "04_acceptance_rate": "What the server logs say, under that release's formula: accept length "
+    "against the zero-acceptance floor and the offline expectation, before and after each fix.",
+    "05_offline_acceptance": "What the draft reaches when wired correctly, measured on a small "
+    "target on CPU, and what each fault found above costs it.",
+}
+
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
 main{max-width:1200px;margin:0 auto;padding:24px 32px 64px}
@@ -121,7 +135,9 @@ def status_html(run: Run) -> str:
 
 
 def step_html(step: StepResult) -> str:
-    parts = [f'<section class="card"><h2>{_e(step.title)}</h2>']
+    parts = [
+        f'<section class="card"><h2>{_e(step.title)}</h2><p>{_e(ABOUT.get(step.name, ""))}</p>'
+    ]
     if step.status == "skipped":
         parts.append(f"<p class=missing>Not run: {_e(step.reason)}.</p>")
     elif step.status == "failed" and step.error:
