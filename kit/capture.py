@@ -178,10 +178,13 @@ SGLANG_ID_RULE: dict[str, list[Row[str]]] = {
 
 # The target's decoder loop appends `hidden_states + residual` before layer i when i is listed,
 # so only 0 <= i < n are ever captured; GPT-OSS's as-is rule exists for ids that reach n.
-SGLANG_CAPTURE_LOOP: dict[str, Row[str]] = {
-    GENERIC: Row(VersionRange("0.4.4.post2"), "0..n-1", "0.4.10 models/llama.py:330-332"),
-    DEEPSEEK: Row(VersionRange("0.5.5"), "0..n-1", "0.5.10 models/deepseek_v2.py:2295"),
-    GPT_OSS: Row(VersionRange("0.5.1"), "0..n", "0.5.23 models/gpt_oss.py:1347-1352"),
+SGLANG_CAPTURE_LOOP: dict[str, list[Row[str]]] = {
+    GENERIC: [Row(VersionRange("0.4.4.post2"), "0..n-1", "0.4.10 models/llama.py:330-332")],
+    DEEPSEEK: [Row(VersionRange("0.4.4.post2"), "0..n-1", "0.5.6 models/deepseek_v2.py:3276-3310")],
+    GPT_OSS: [
+        Row(VersionRange("0.4.4.post2", "0.5.20"), "0..n-1", "0.4.10 models/llama.py:330-332"),
+        Row(VersionRange("0.5.20"), "0..n", "0.5.23 models/gpt_oss.py:1347-1352"),
+    ],
 }
 
 SGLANG_DEFAULT_IDS: list[Row[str]] = [
@@ -522,7 +525,7 @@ def _sglang(
     default_row = pick(SGLANG_DEFAULT_IDS, rel)
     defaults = default_layers(n)
     id_rule = None
-    if config_ids:
+    if config_ids and aux_on and not startup:
         rule_row = pick(SGLANG_ID_RULE[family], rel)
         id_rule = rule_row.value
         engine_ids = ID_RULES[id_rule](config_ids, n)
@@ -530,7 +533,7 @@ def _sglang(
     else:
         engine_ids = defaults
         src["default_ids"] = default_row.source
-    loop_row = SGLANG_CAPTURE_LOOP[family]
+    loop_row = pick(SGLANG_CAPTURE_LOOP[family], rel)
     src["capture_loop"] = loop_row.source
 
     graph_ids = None

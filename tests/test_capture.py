@@ -391,3 +391,32 @@ def test_report_round_trips_to_json():
     d = json.loads(json.dumps(r.to_dict()))
     assert d["captured_layers"] == [4, 11, 21] and d["cuda_graph_layers"] == [2, 16, 29]
     assert {f["code"] for f in d["findings"]} == {"AUX_LAYERS_DIFFER_UNDER_CUDA_GRAPH"}
+
+
+def test_target_class_override():
+    """--target-class: the same Kimi-K2.5 config served through the inner DeepseekV3 class
+    has the hook from 0.5.5 (deepseek_v2.py:3822), the KimiK25 wrapper only from 0.5.10."""
+    t, d = load_target_config(KIMI / "target"), load_draft_config(KIMI / "draft")
+    assert simulate_capture(t, d, "sglang==0.5.9").startup_error is not None
+    inner = simulate_capture(t, d, "sglang==0.5.9", target_class="DeepseekV3ForCausalLM")
+    assert inner.startup_error is None and inner.target_class == "DeepseekV3ForCausalLM"
+    assert inner.hidden_width == 21504 and inner.fc_applied
+
+
+def test_rule_tables_have_no_gaps():
+    """Every modelled release × every class the kit knows × every switch gets an answer
+    (`pick` raises on a gap in a table), and the answer is self-consistent."""
+    from kit.capture import SGLANG_CAPTURE_CLASSES, VLLM_ARCH_MODULE
+    from kit.engines import all_releases
+
+    classes = sorted({*SGLANG_CAPTURE_CLASSES, *VLLM_ARCH_MODULE, "UnknownForCausalLM"})
+    draft = flat_draft(hidden=64, ids=[1, 17, 32])
+    for engine in ("sglang", "vllm"):
+        for rel in all_releases(engine):
+            for cls in classes:
+                for aux in (None, False):
+                    r = simulate_capture(target(n=36, hidden=64, arch=cls), draft, rel,
+                                         aux_capture=aux, cuda_graph=True)  # fmt: skip
+                    assert (r.startup_error is None) == (r.hidden_width > 0)
+                    assert r.captured_layers == sorted(r.captured_layers)
+                    assert r.hidden_width in (0, 64 * max(1, len(r.captured_layers)))
