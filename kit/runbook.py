@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,23 +72,29 @@ class RunInputs:
     def empty(self) -> bool:
         return not (self.draft or self.target or self.target_config or self.logs)
 
-    @classmethod
-    def bundled_incident(cls) -> RunInputs:
-        """The incident of `data/`: the organism pair, Kimi-K2.5 configs and the three server logs.
+    def with_bundled_incident(self) -> RunInputs:
+        """The incident of `data/` (the organism pair, Kimi-K2.5 configs, the server logs), with
+        the options given here (engine release, target class, k …) kept.
 
-        Aux capture is off: it was not active for the KimiK25 class in the team's deployment.
+        Aux capture is off unless said otherwise: it was not active for the KimiK25 class in
+        the team's deployment.
         """
         logs = DATA / "incident" / "logs"
-        return cls(
+        return replace(
+            self,
             draft=DATA / "organism" / "draft",
             target=DATA / "organism" / "target",
             target_config=DATA / "incident" / "kimi-k2.5" / "target",
             trace_draft=DATA / "incident" / "kimi-k2.5" / "draft",
-            engine="sglang==0.5.10",
             logs=[logs / f"{n}.log" for n in ("before", "after-rename", "after-both-fixes")],
             baseline_log=logs / "baseline-no-spec.log",
-            aux_capture=False,
+            aux_capture=False if self.aux_capture is None else self.aux_capture,
         )
+
+    @classmethod
+    def bundled_incident(cls) -> RunInputs:
+        """The incident as it happened: `sglang==0.5.10`, aux capture off."""
+        return cls().with_bundled_incident()
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -428,7 +434,7 @@ def run(
     from kit import postmortem
 
     if inputs.empty:
-        inputs = RunInputs.bundled_incident()
+        inputs = inputs.with_bundled_incident()
     t0 = time.perf_counter()
     steps, skipped = plan(inputs)
     results = execute(steps, out_dir, timeout=timeout, workers=workers, progress=progress)
