@@ -96,6 +96,7 @@ def inspect_checkpoint(path: str | Path, stats: bool = False) -> InspectionRepor
     if stats:
         tensor_stats = checkpoint_stats(ck)
         findings += check_untrained(ck, tensor_stats, draft)
+        findings += check_vocab_maps(ck, draft)
     return InspectionReport(Path(path), ck, guess, cfg, findings, tensor_stats)
 
 
@@ -309,5 +310,49 @@ def check_untrained(
             fix="Check that training updated these weights and that the exported file is the "
             "trained one (a converter that random-initialises unmatched keys produces this).",
             data={"tensors": reasons},
+        )
+    ]
+
+
+def check_vocab_maps(ck: Checkpoint, cfg: DraftConfig | None) -> list[Finding]:
+    """d2t holds offsets (target id = i + d2t[i]), sorted and inside the target vocab, and names
+    the same ids as t2d (checkpoint-formats.md §3). Absolute ids stored as offsets map draft i to
+    2i (verl-SpeCo PR #67)."""
+    d2t_info = _get(ck, "d2t")
+    if d2t_info is None or cfg is None:
+        return []
+    import torch
+
+    d2t = ck.read_tensor(d2t_info.name).to(torch.int64).reshape(-1)
+    targets = torch.arange(d2t.numel()) + d2t
+    vocab = cfg.vocab_size
+    evidence = []
+    outside = ((targets < 0) | (targets >= vocab)).nonzero().reshape(-1)
+    if outside.numel():
+        i = int(outside[0])
+        evidence.append(
+            f"{outside.numel()} draft ids map outside the target vocab [0, {vocab}), "
+            f"e.g. draft {i} -> {int(targets[i])} (d2t[{i}] = {int(d2t[i])})"
+        )
+    if targets.numel() > 1 and not bool((targets[1:] > targets[:-1]).all()):
+        evidence.append("target ids i + d2t[i] are not strictly increasing")
+    t2d_info = _get(ck, "t2d")
+    if t2d_info is not None and not outside.numel():
+        chosen = ck.read_tensor(t2d_info.name).reshape(-1).nonzero().reshape(-1)
+        if chosen.numel() != targets.numel() or not torch.equal(chosen, targets.sort().values):
+            evidence.append(
+                f"t2d marks {chosen.numel()} target ids, d2t maps to {targets.numel()}; "
+                f"first d2t targets {targets[:4].tolist()}, first t2d ids {chosen[:4].tolist()}"
+            )
+    if not evidence:
+        return []
+    return [
+        Finding(
+            "D2T_INVALID",
+            Severity.ERROR,
+            "d2t does not map draft ids onto the target vocab the way engines read it",
+            tuple(evidence),
+            fix="Store d2t as offsets (d2t[i] = target_id(i) - i) over sorted target ids, and "
+            "t2d as the mask of those ids; identity is all zeros.",
         )
     ]

@@ -230,3 +230,32 @@ def test_make_layouts_is_reproducible(tmp_path):
         rel = a.relative_to(tmp_path / "a")
         assert a.read_bytes() == b.read_bytes(), rel
         assert a.read_bytes() == (LAYOUTS / rel).read_bytes(), rel
+
+
+def test_d2t_with_absolute_ids_disagrees_with_t2d(tmp_path):
+    """verl-SpeCo PR #67: d2t written as arange (absolute ids) maps draft i to 2i, not to the ids
+    t2d marks. Found only with --stats (it reads the two small tensors)."""
+
+    def absolute(s):
+        s["d2t"] = s["t2d"].nonzero().reshape(-1).to(torch.int64)  # ids instead of offsets
+
+    path = variant(tmp_path, absolute)
+    ids = load_file(BASE / "model.safetensors")["t2d"].nonzero().reshape(-1)
+    outside = int((torch.arange(16) + ids >= 64).sum())
+    assert outside > 0
+    assert "D2T_INVALID" not in codes(path)
+    (f,) = [f for f in inspect_checkpoint(path, stats=True).findings if f.code == "D2T_INVALID"]
+    assert f.evidence[0].startswith(f"{outside} draft ids map outside the target vocab [0, 64)")
+    assert f.severity.name == "ERROR"
+
+
+def test_d2t_offsets_not_matching_t2d(tmp_path):
+    def shifted(s):
+        s["d2t"][1:] -= 1  # every target but the first one id earlier than t2d says
+
+    (f,) = [
+        f
+        for f in inspect_checkpoint(variant(tmp_path, shifted), stats=True).findings
+        if f.code == "D2T_INVALID"
+    ]
+    assert f.evidence[0].startswith("t2d marks 16 target ids, d2t maps to 16")
