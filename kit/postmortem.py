@@ -52,7 +52,7 @@ th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:to
 th{background:#eef0f4} td.sev{white-space:nowrap;font-weight:600}
 tr.sev-critical td.sev{color:#fff;background:#c62828} tr.sev-error td.sev{color:#c62828}
 tr.sev-warning td.sev{color:#a86400} tr.sev-info td.sev{color:#1565c0}
-.cite{color:#5b6575;font-size:12px} .ok{color:#2e7d32;font-weight:600}
+.cite{color:#5b6575;font-size:12px} .fig{overflow-x:auto} .ok{color:#2e7d32;font-weight:600}
 .bad{color:#c62828;font-weight:600} .skip{color:#a86400;font-weight:600}
 """
 
@@ -87,9 +87,10 @@ def figure_html(figure: dict[str, Any]) -> str:
     """A recorded plotly figure as a div (plotly.js itself is in the page head)."""
     import plotly.io as pio
 
-    return pio.to_html(
+    div = pio.to_html(
         figure, include_plotlyjs=False, full_html=False, config={"displaylogo": False}
     )
+    return f"<div class=fig>{div}</div>"  # a wide fixed-size figure scrolls inside its card
 
 
 def _cause(f: Finding) -> str:
