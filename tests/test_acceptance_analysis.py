@@ -44,6 +44,7 @@ def test_incident_line_is_zero_acceptance(tmp_path):
     assert zero.severity.name == "CRITICAL"
     assert zero.engine == "sglang==0.5.10"
     assert "0.5.10 observability/scheduler_metrics_mixin.py:608-657" in zero.source
+    assert any("accept len: 1.00, accept rate: 0.20" in e for e in zero.evidence)
     meaning = report.to_dict()["runs"][0]["interpretation"]
     assert meaning["rate_formula"] == "accept_len / D"
     assert meaning["zero_acceptance_rate"] == 0.2

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.acceptance.formulas import ACCEPT_LEN_SOURCE, V1_RATE, VLLM_ACCEPT_LEN_SOURCE
-from kit.acceptance.model import Run, Window
+from kit.acceptance.model import Run
 from kit.findings import Finding, Severity, ranked
 
 FLOOR = 1.0  # accept len with zero acceptance: only the target's own token per step
@@ -152,6 +152,7 @@ def summarize(run: Run, draft_cost: float = DEFAULT_DRAFT_COST) -> dict[str, Any
         "release_range": str(run.release_range) if run.release_range else None,
         "format_sources": run.format_sources,
         "windows": run.window_count,
+        "formats": {" ".join(map(str, sig)): n for sig, n in run.formats.items()},
         "accept_len": run.accept_len.to_dict(),
         "accept_rate": run.accept_rate.to_dict(),
         "per_position": run.per_position,
@@ -170,21 +171,16 @@ def summarize(run: Run, draft_cost: float = DEFAULT_DRAFT_COST) -> dict[str, Any
         "unparsed_reasons": dict(run.unparsed_reasons),
         "unparsed_examples": run.unparsed_examples,
         "other_lines": run.other_lines,
+        "example_lines": run.example_lines,
         "notes": run.notes,
         "conflicts": run.conflicts,
     }
 
 
-def _at_floor(w: Window) -> bool:
-    if w.accepted is not None and w.drafted:
-        return w.accepted == 0
-    return w.accept_len is not None and w.accept_len < FLOOR + 0.005
-
-
 def zero_acceptance(run: Run) -> Finding | None:
     """CRITICAL when (nearly) every window shows accept len 1.00: no draft token accepted."""
     spec = [w for w in run.windows if w.accept_len is not None or w.accepted is not None]
-    floor = [w for w in spec if _at_floor(w)]
+    floor = [w for w in spec if w.at_floor]
     if not spec or len(floor) < 0.9 * len(spec):
         return None
     meaning = interpret(run)
@@ -203,7 +199,8 @@ def zero_acceptance(run: Run) -> Finding | None:
             f"under {meaning['rate_formula']} zero acceptance prints "
             f"{meaning['zero_acceptance_rate']:.2f} ({meaning['rate_meaning']})"
         )
-    evidence.append(f"first such window: line {floor[0].line_no}")
+    if "floor" in run.example_lines:
+        evidence.append(run.example_lines["floor"])
     return Finding(
         code="ZERO_ACCEPTANCE",
         severity=Severity.CRITICAL,

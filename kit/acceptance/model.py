@@ -32,6 +32,13 @@ class Window:
     line_no: int = 0
     kind: str = "decode"  # decode | prometheus | server_info | meta_info | bench | avg_spec
 
+    @property
+    def at_floor(self) -> bool:
+        """No draft accepted: zero accepted tokens, or accept len 1.00 as printed."""
+        if self.accepted is not None and self.drafted:
+            return self.accepted == 0
+        return self.accept_len is not None and self.accept_len < 1.005
+
 
 class Stat:
     """Exact count/mean/min/max/median over a stream of printed (rounded) values, in bounded memory."""
@@ -107,6 +114,7 @@ class Run:
     position_weight: float = 0.0
     notes: list[str] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)  # e.g. server_info version
+    example_lines: dict[str, str] = field(default_factory=dict)  # "first" / "floor" -> log line
     # Filled by release inference (kit.acceptance.release):
     release_range: Any = None  # VersionRange the formats allow, or None
     format_sources: list[str] = field(default_factory=list)  # engine file:line per format seen

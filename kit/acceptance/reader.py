@@ -144,4 +144,8 @@ def _add(run: Run, w: Window, sig: tuple, line: str) -> None:
         run.unparsed(f"{sig[0]} line in a {run.engine_name} log", line, w.line_no)
         return
     run.formats[sig] += 1
+    if "first" not in run.example_lines:
+        run.example_lines["first"] = f"line {w.line_no}: {line.rstrip()[:400]}"
+    if "floor" not in run.example_lines and w.at_floor:
+        run.example_lines["floor"] = f"line {w.line_no}: {line.rstrip()[:400]}"
     run.add(w)
