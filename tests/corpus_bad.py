@@ -109,6 +109,14 @@ def empty_folder(folder: Path) -> tuple[Path, str]:
     return path, "no checkpoint here"
 
 
+def broken_config(folder: Path) -> tuple[Path, str]:
+    """Good weights beside a config.json cut off mid-write: the error names the config."""
+    _good(folder)
+    config = folder / "config.json"
+    config.write_text('{"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 32,')
+    return folder, f"{config}: not valid JSON"
+
+
 class RunsCode:
     """Unpickling this calls open(marker, "w"): the marker file appears if the pickle ran."""
 
@@ -145,6 +153,7 @@ CASES: dict[str, Case] = {
     "not_a_checkpoint": not_a_checkpoint,
     "text_named_safetensors": text_named_safetensors,
     "empty_folder": empty_folder,
+    "broken_config": broken_config,
     "malicious_torch_zip": malicious_torch_zip,
     "malicious_legacy_pickle": malicious_legacy_pickle,
 }
