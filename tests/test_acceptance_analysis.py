@@ -155,3 +155,13 @@ def test_incident_logs_are_reproducible():
     assert sorted(rendered) == sorted(p.name for p in LOGS.glob("*.log"))
     for name, text in rendered.items():
         assert (LOGS / name).read_text() == text, name
+
+
+def test_given_release_infers_d_from_the_rates(tmp_path):
+    """With --engine sglang==0.5.10 and no D, accept_len / D (0.5.6 scheduler_metrics_mixin.py
+    :276-294) and 1.00 → 0.20 give D = 5, hence 4 draft steps at topk 1 and a chain cap of 5."""
+    p = tmp_path / "incident.log"
+    p.write_text(INCIDENT)
+    (run,) = parse_files([p], engine="sglang==0.5.10")
+    assert run.num_draft_tokens == 5 and not run.conflicts
+    assert analyze([run]).to_dict()["runs"][0]["bands"]["chain_cap"] == 5

@@ -125,6 +125,17 @@ def _known_n(run: Run, formula: RateFormula) -> int | None:
     return run.num_steps + 1 if run.num_steps and run.topk == 1 else None
 
 
+def _set_denominator(run: Run, formula: RateFormula, n: int) -> None:
+    """Record the n the rates imply; fill D or num_steps from it when not given."""
+    run.rate_denominator = n
+    if formula.denominator == "D" and not run.num_draft_tokens:
+        run.num_draft_tokens = n
+        run.notes.append(f"D = {n} inferred from accept len / accept rate")
+    if formula.denominator == "num_steps + 1" and not run.num_steps:
+        run.num_steps = n - 1
+        run.notes.append(f"num_steps = {n - 1} inferred from accept len / accept rate")
+
+
 def sglang_formula(run: Run, given: EngineRelease | None) -> None:
     """Pick the accept-rate formula row (and D) in force for an SGLang run."""
     pairs = _pairs(run)
@@ -134,9 +145,9 @@ def sglang_formula(run: Run, given: EngineRelease | None) -> None:
         run.formula = row
         if row.value is not None and pairs:
             fits = _fitting_n(row.value, pairs, _known_n(run, row.value))
-            if fits:
-                run.rate_denominator = fits[0] if len(fits) == 1 else None
-            else:
+            if len(fits) == 1:
+                _set_denominator(run, row.value, fits[0])
+            elif not fits:
                 others = [
                     r
                     for r in SGLANG_ACCEPT_RATE
@@ -165,7 +176,7 @@ def sglang_formula(run: Run, given: EngineRelease | None) -> None:
     row, ns = fitting[0]
     run.formula = row
     if len(ns) == 1:
-        run.rate_denominator = ns[0]
+        _set_denominator(run, row.value, ns[0])
     if len(fitting) == 1:
         run.release_range = _intersect(run.release_range, row.versions)
         run.format_sources.append(row.source)
@@ -173,12 +184,6 @@ def sglang_formula(run: Run, given: EngineRelease | None) -> None:
         run.notes.append(
             "rates fit several formulas: " + "; ".join(r.value.expr for r, _ in fitting)
         )
-    if run.rate_denominator and row.value.denominator == "D" and not run.num_draft_tokens:
-        run.num_draft_tokens = run.rate_denominator
-        run.notes.append(f"D = {run.rate_denominator} inferred from accept len / accept rate")
-    if run.rate_denominator and row.value.denominator == "num_steps + 1" and not run.num_steps:
-        run.num_steps = run.rate_denominator - 1
-        run.notes.append(f"num_steps = {run.num_steps} inferred from accept len / accept rate")
 
 
 def _overlaps(r: VersionRange, rng: VersionRange | None) -> bool:

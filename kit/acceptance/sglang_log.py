@@ -1,9 +1,9 @@
 """SGLang log lines: `Decode batch` in every release's shape, and `avg_spec_accept_length=`.
 
 Logger format `[%(asctime)s{.ms}{ DP/PP/TP/EP ranks}] %(message)s` (sglang-eagle3.md §F.1). The
-message is read by field name (`key: value` joined by `, `), so hybrid-pool, PD-disaggregation, MFU and DSpark
-fields are read when present and never break the parse. A decode line without `#queue-req` (every
-release prints it) was cut off and counts as unparsed.
+message is read by field name (`key: value` joined by `, `), so hybrid-pool, PD-disaggregation,
+MFU and DSpark fields are read when present and never break the parse. A decode line without
+`#queue-req` (every release prints it) was cut off and counts as unparsed.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ import re
 
 from kit.acceptance.model import Window
 
-_PREFIX = re.compile(
-    r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{3}))?((?: [A-Z_]+\d+)*)\] "
-)
+_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: [A-Z_]+\d+)*\] ")
 _EXTRA_KEYS = ("cap len", "block accept len")
 _AVG = re.compile(r"avg_spec_accept_length=([0-9.]+)\s*$")
 
