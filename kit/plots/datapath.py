@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from kit.trace import TraceReport
 
 OK, FC, BAD = "#dbe9f6", "#c7e9c0", "#f4a6a6"
-BOX_W, BOX_H = 0.84, 0.5
+BOX_W, BOX_H = 0.84, 0.7
 SIDE_LANE = {"embeds": 1.0, "hidden_out": -1.0}  # off the main path: above / below it
 
 
@@ -31,14 +31,18 @@ def datapath_figure(trace: TraceReport) -> go.Figure:
     c = trace.capture
     boxes: list[tuple[str, str, str, float]] = []  # (name, text, colour, lane)
     layers = ", ".join(str(i) for i in c.captured_layers) or "none"
-    source = (
-        f"<b>target</b><br>{c.target_class}<br>states after [{layers}] layers"
-        if c.aux_capture
-        else f"<b>target</b><br>{c.target_class}<br>{c.feeds.replace('_', ' ')}"
-    )
+    cls = c.target_class.replace("For", "<br>For", 1)
+    if c.startup_error:
+        what = "no set_eagle3_layers_to_capture" if "eagle3" in c.startup_error else "refused"
+    elif c.aux_capture:
+        what = f"states after [{layers}] layers"
+    else:
+        what = "final hidden, post-norm"
+    source = f"<b>target</b><br><span style='font-size:8px'>{cls}<br>{what}</span>"
     boxes.append(("target", source, BAD if c.startup_error else OK, 0.0))
     if c.startup_error:
-        boxes.append(("startup", f"<b>start-up fails</b><br>{c.startup_error[:60]}", BAD, 0.0))
+        error = c.startup_error.split(":")[0]
+        boxes.append(("startup", f"<b>start-up fails</b><br>{error}", BAD, 0.0))
     for hook in trace.hooks:
         text = f"<b>{hook.name}</b><br>{_fmt(hook.shape)} {_short(hook.dtype)}"
         colour = FC if hook.name.startswith("fc_") else OK
@@ -83,13 +87,21 @@ def datapath_figure(trace: TraceReport) -> go.Figure:
                 (lane - BOX_H / 2, BOX_H / 2) if lane > 0 else (-BOX_H / 2, lane + BOX_H / 2)
             )
             _arrow(fig, x_of[name], y_from, x_of[name], y_to)
-    verdict = "fc runs" if trace.fc_applied and not trace.failed_step else "fc does not run"
+    if c.startup_error:
+        title = f"{c.engine}: the server does not start ({c.startup_error.split(':')[0]})"
+    else:
+        verdict = (
+            f"{trace.failed_step} fails"
+            if trace.failed_step
+            else ("fc runs" if trace.fc_applied else "fc is bypassed")
+        )
+        title = f"{c.engine}: a {c.hidden_width}-wide hidden state reaches the draft, {verdict}"
     fig.update_layout(
-        title=f"{c.engine}: hidden width {c.hidden_width} reaches the draft, {verdict}",
+        title=title,
         xaxis={"visible": False, "range": [-0.6, len(main) - 0.4]},
         yaxis={"visible": False, "range": [-1.5, 1.5]},
         height=360,
-        width=max(700, 135 * len(main)),
+        width=max(1000, 150 * len(main)),
         plot_bgcolor="white",
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
     )
