@@ -31,7 +31,7 @@ def test_bad_input_is_one_line_exit_2(case, tmp_path):
     assert out.returncode == 2, out.stderr
     assert len(lines) == 1, out.stderr
     assert "Traceback" not in out.stderr
-    assert lines[0].startswith(f"error: {path}:"), lines[0]
+    assert lines[0].startswith(f"error: {path}"), lines[0]  # the file (or one inside it)
     assert problem in lines[0]
     assert out.stdout == ""  # no partial report
 
