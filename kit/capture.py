@@ -470,6 +470,21 @@ def _fc_in(kind: str, draft: DraftConfig) -> int:
     return int(k) * draft.target_width
 
 
+def _read_ids(
+    draft: DraftConfig, places: Sequence[str]
+) -> tuple[list[int] | None, list[int] | None]:
+    """(ids the engine reads, first of `places` that has any; ids the draft declares unread)."""
+    declared = {
+        "top_level": draft.raw.get("eagle_aux_hidden_state_layer_ids"),
+        "eagle_config": draft.eagle_config.get("eagle_aux_hidden_state_layer_ids"),
+    }
+    read = next(([int(i) for i in declared[p]] for p in places if declared[p]), None)
+    unread = next(
+        ([int(i) for i in ids] for p, ids in declared.items() if ids and p not in places), None
+    )
+    return read, unread if read is None else None
+
+
 def _in_loop(ids: Sequence[int], loop: str, n: int) -> list[int]:
     top = n if loop == "0..n" else n - 1
     return sorted({i for i in ids if 0 <= i <= top})
@@ -516,11 +531,7 @@ def _sglang(
 
     source_row = pick(SGLANG_IDS_SOURCE, rel)
     src["ids_source"] = source_row.source
-    config_ids = ignored = None
-    if source_row.value == "eagle_config" and draft.aux_ids_location == "eagle_config":
-        config_ids = list(draft.aux_layer_ids or [])
-    elif draft.aux_layer_ids:
-        ignored = list(draft.aux_layer_ids)
+    config_ids, ignored = _read_ids(draft, (source_row.value,) if source_row.value else ())
 
     default_row = pick(SGLANG_DEFAULT_IDS, rel)
     defaults = default_layers(n)
@@ -604,11 +615,7 @@ def _vllm(
 
     source_row = pick(VLLM_IDS_SOURCE, rel)
     src["ids_source"] = source_row.source
-    config_ids = ignored = None
-    if draft.aux_layer_ids and draft.aux_ids_location in source_row.value:
-        config_ids = list(draft.aux_layer_ids)
-    elif draft.aux_layer_ids:
-        ignored = list(draft.aux_layer_ids)
+    config_ids, ignored = _read_ids(draft, source_row.value)
     rule_row = pick(VLLM_ID_RULE, rel)
     if config_ids:
         engine_ids = ID_RULES[rule_row.value](config_ids, n)

@@ -420,3 +420,12 @@ def test_rule_tables_have_no_gaps():
                     assert (r.startup_error is None) == (r.hidden_width > 0)
                     assert r.captured_layers == sorted(r.captured_layers)
                     assert r.hidden_width in (0, 64 * max(1, len(r.captured_layers)))
+
+
+def test_each_engine_reads_its_own_place_when_a_config_has_both():
+    """SGLang reads only eagle_config (0.5.23 spec_aux_hidden_state.py:185-196); vLLM ≥0.24
+    reads the top-level list first, eagle_config only when it is absent (vllm-eagle3.md §4)."""
+    d = flat_draft(ids=[1, 15, 28], eagle_aux_hidden_state_layer_ids=[3, 10, 20])
+    assert simulate_capture(target(), d, "sglang==0.5.23").config_layer_ids == [1, 15, 28]
+    assert simulate_capture(target(), d, "vllm==0.24.0").config_layer_ids == [3, 10, 20]
+    assert simulate_capture(target(), d, "vllm==0.18.0").config_layer_ids == [3, 10, 20]
