@@ -259,3 +259,9 @@ def test_d2t_offsets_not_matching_t2d(tmp_path):
         if f.code == "D2T_INVALID"
     ]
     assert f.evidence[0].startswith("t2d marks 16 target ids, d2t maps to 16")
+
+
+def test_fail_on_rejects_an_unknown_severity():
+    out = cli(str(LAYOUTS / "specforge"), "--fail-on", "fatal")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "unknown severity 'fatal'" in out.stderr

@@ -27,8 +27,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-on",
         metavar="SEVERITY",
+        type=_severity,
         help="exit 1 when a finding is at least this severe (info, warning, error, critical)",
     )
+
+
+def _severity(text: str):
+    from kit.findings import Severity
+
+    try:
+        return Severity.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def module_of(name: str) -> str:
@@ -42,10 +52,10 @@ def module_of(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kit.findings import Severity, dumps, worst
+    from kit.findings import dumps, worst
     from kit.inspection import inspect_checkpoint
 
-    threshold = Severity.parse(args.fail_on) if args.fail_on else None
+    threshold = args.fail_on
     report = inspect_checkpoint(args.path, stats=args.stats)
     if args.json:
         sys.stdout.write(dumps(report.to_dict()) + "\n")
