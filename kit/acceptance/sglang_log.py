@@ -25,21 +25,25 @@ class Garbled(Exception):
     """A line that starts like an SGLang decode line but cannot be read (cut off, mangled)."""
 
 
-_midnight: dict[str, int] = {}
+_last_minute: list = [None, 0]  # (the "YYYY-MM-DD HH:MM" text, its epoch): logs are in order
 
 
 def timestamp(line: str) -> float | None:
     """Seconds for the `[YYYY-MM-DD HH:MM:SS(.mmm)…]` prefix, or None without one."""
     if line[:1] != "[" or line[5:6] != "-" or line[11:12] != " ":
         return None
-    date = line[1:11]
+    minute = line[1:17]
     try:
-        day = _midnight.get(date)
-        if day is None:
-            day = _midnight[date] = calendar.timegm(
-                (int(date[:4]), int(date[5:7]), int(date[8:10]), 0, 0, 0)
+        if minute != _last_minute[0]:
+            y, mo, d, h, mi = (
+                int(minute[:4]),
+                int(minute[5:7]),
+                int(minute[8:10]),
+                int(minute[11:13]),
+                int(minute[14:16]),
             )
-        t = day + int(line[12:14]) * 3600 + int(line[15:17]) * 60 + int(line[18:20])
+            _last_minute[:] = [minute, calendar.timegm((y, mo, d, h, mi, 0))]
+        t = _last_minute[1] + int(line[18:20])
         return t + int(line[21:24]) / 1000 if line[20:21] == "." else float(t)
     except ValueError:
         return None
@@ -106,6 +110,10 @@ def parse_line(line: str, line_no: int) -> tuple[Window, Signature] | None:
         )
     except ValueError as e:
         raise Garbled(f"decode field: {e}") from None
-    extras = tuple(k for k in _EXTRA_KEYS if f", {k}: " in rest)
+    extras = (
+        tuple(k for k in _EXTRA_KEYS if f", {k}: " in rest)
+        if "cap len" in rest or "block" in rest
+        else ()
+    )
     rate = None if al is None else ar is not None
     return w, ("sglang", header, rate, graph, trailing, extras)
