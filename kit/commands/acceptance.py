@@ -13,13 +13,22 @@ HELP = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("logs", nargs="+", metavar="LOG", help="log, Prometheus text or JSON files")
     p.add_argument("--engine", help="engine release the logs come from, e.g. sglang==0.5.10")
-    p.add_argument("--num-draft-tokens", type=int, help="SGLang speculative_num_draft_tokens (D)")
+    p.add_argument(
+        "--num-draft-tokens",
+        type=int,
+        help="SGLang speculative_num_draft_tokens (D); vLLM num_speculative_tokens",
+    )
     p.add_argument("--num-steps", type=int, help="speculative_num_steps (draft steps per verify)")
     p.add_argument("--topk", type=int, help="speculative_eagle_topk")
     p.add_argument("--expected-accept-len", type=float, help="accept len measured offline")
     p.add_argument("--expected-step0", type=float, help="offline step-0 accuracy (0..1)")
     p.add_argument("--baseline", help="a log of the same server without speculation")
-    p.add_argument("--draft-cost", type=float, default=None, help="draft/target cost ratio c")
+    p.add_argument(
+        "--draft-cost",
+        type=float,
+        default=None,
+        help="draft/target forward-cost ratio c for the speedup model (default 0.05)",
+    )
     p.add_argument("--compare", action="store_true", help="compare the first LOG with the others")
     p.add_argument("--plot", metavar="HTML", help="write the figures to this HTML file")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
