@@ -21,7 +21,7 @@ from typing import Any
 
 from kit.config import AFTER_K_LAYERS, OUTPUT_OF_LAYER, DraftConfig, TargetConfig
 from kit.engines import EngineRelease, Row, VersionRange, parse_engine, pick
-from kit.findings import Finding, Severity
+from kit.findings import Finding, Severity, to_json
 
 # What the target hands the draft (CaptureReport.feeds).
 AUX_CONCAT = "aux_concat"  # healthy: cat(aux states) -> fc
@@ -425,7 +425,7 @@ class CaptureReport:
             "fc_applied": self.fc_applied,
             "feeds": self.feeds,
             "startup_error": self.startup_error,
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": to_json(self.findings),
             "sources": dict(self.sources),
         }
 

@@ -24,7 +24,7 @@ from kit.capture import (
 from kit.config import DraftConfig, TargetConfig
 from kit.engines import EngineRelease, parse_engine
 from kit.errors import KitError
-from kit.findings import Finding, Severity
+from kit.findings import Finding, Severity, to_json
 
 __all__ = [
     "AUX_CONCAT",
@@ -37,6 +37,9 @@ __all__ = [
     "simulate_capture",
     "trace_draft",
 ]
+
+# Real tensors on cpu only up to this many parameter bytes; the meta device has no limit.
+MAX_CPU_BYTES = 1 << 30
 
 # The data path of one draft step, in order (kit.draft names; layers ≥ 1 add `layers.i.` names).
 HOOK_ORDER = (
@@ -96,7 +99,7 @@ class TraceReport:
             "hidden_width": c.hidden_width,
             "fc_applied": self.fc_applied,
             "hooks": [h.to_dict() for h in self.hooks],
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": to_json(self.findings),
             "engine": c.engine,
             "target_class": c.target_class,
             "feeds": c.feeds,
@@ -139,12 +142,21 @@ def trace_draft(
     if device == "cpu":
         torch.set_num_threads(1)
     dtype = _torch_dtype(draft.dtype)
-    with torch.device(device):
+    with torch.device("meta"):
         model = build_draft(draft, rel.name, rel).to(dtype)
-        gen = torch.Generator(device="cpu").manual_seed(0)
-        input_ids = torch.randint(0, draft.vocab_size, (tokens,), generator=gen, device="cpu")
-        hidden = torch.randn(tokens, cap.hidden_width, generator=gen, device="cpu", dtype=dtype)
-    input_ids, hidden = input_ids.to(device), hidden.to(device)
+    if device == "cpu":
+        size = sum(p.numel() * p.element_size() for p in model.parameters())
+        if size > MAX_CPU_BYTES:
+            raise KitError(
+                f"the draft's parameters take {size / 2**30:.1f} GiB: trace it on the meta "
+                "device (shapes only, no memory)",
+                draft.path,
+            )
+        with torch.device("cpu"):
+            model = build_draft(draft, rel.name, rel).to(dtype)
+    gen = torch.Generator().manual_seed(0)
+    input_ids = torch.randint(0, draft.vocab_size, (tokens,), generator=gen).to(device)
+    hidden = torch.randn(tokens, cap.hidden_width, generator=gen, dtype=dtype).to(device)
 
     error = failed = None
     try:

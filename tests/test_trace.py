@@ -19,6 +19,7 @@ from kit.checkpoint import open_checkpoint
 from kit.cli import main
 from kit.config import load_draft_config, load_target_config, parse_target_config
 from kit.engines import all_releases
+from kit.errors import KitError
 from kit.findings import Severity
 from kit.plots.datapath import BAD, datapath_figure
 from kit.trace import trace_draft
@@ -239,3 +240,11 @@ def test_datapath_healthy_and_failing(kimi):
     assert any("fc_out" in t and "[8, 7168]" in t for t in _labels(healthy))
     failing = datapath_figure(trace_draft(*kimi, "vllm==0.18.0", aux_capture=False))
     assert any("fc fails" in t and "21504 expected" in t for t in _labels(failing))
+
+
+def test_full_scale_on_cpu_is_refused_with_the_way_out(kimi):
+    """Real tensors for a 4 GiB draft would exhaust a laptop: one clear error naming meta."""
+    with pytest.raises(KitError, match="meta device"):
+        trace_draft(*kimi, "sglang==0.5.10", device="cpu")
+    with pytest.raises(KitError, match="meta or cpu"):
+        trace_draft(*kimi, "sglang==0.5.10", device="cuda")
