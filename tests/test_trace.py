@@ -248,3 +248,30 @@ def test_full_scale_on_cpu_is_refused_with_the_way_out(kimi):
         trace_draft(*kimi, "sglang==0.5.10", device="cpu")
     with pytest.raises(KitError, match="meta or cpu"):
         trace_draft(*kimi, "sglang==0.5.10", device="cuda")
+
+
+def test_cli_convention_and_cuda_graph_switches(capsys, tmp_path):
+    """--aux-convention: kimi-k2.5-eagle3-mla style "capture-before" ids [2, 30, 58] in
+    eagle_config are read one layer late by sglang 0.5.12 (deepseek_v2.py ids+1) and as meant
+    by 0.5.13 (:2752, PR #25454). --cuda-graph: 0.5.10 graph replays capture the defaults
+    (cuda_graph_runner.py:644-653)."""
+    raw = json.loads((SAMPLE / "config.json").read_text())
+    raw.pop("eagle_aux_hidden_state_layer_ids")
+    raw["transformer_layer_config"]["hidden_size"] = 7168
+    raw["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}
+    draft = tmp_path / "config.json"
+    draft.write_text(json.dumps(raw))
+    base = ("--draft", str(draft), "--target-config", str(KIMI / "target"), "--json")
+
+    def run(*extra):
+        rc, out, _ = cli(capsys, *base, *extra)
+        assert rc == 0
+        d = json.loads(out)
+        return d["captured_layers"], {f["code"] for f in d["findings"]}, d["cuda_graph_layers"]
+
+    meant = ("--aux-convention", "after_k_layers")
+    assert run("--engine", "sglang==0.5.12", *meant)[:2] == ([3, 31, 59], {"AUX_LAYER_OFFSET"})
+    assert run("--engine", "sglang==0.5.13", *meant)[:2] == ([2, 30, 58], set())
+    layers, found, graph = run("--engine", "sglang==0.5.10", "--cuda-graph")
+    assert layers == [3, 31, 59] and graph == [2, 30, 58]
+    assert "AUX_LAYERS_DIFFER_UNDER_CUDA_GRAPH" in found
