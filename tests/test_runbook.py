@@ -178,5 +178,5 @@ def test_the_bundled_incident_keeps_the_options_given():
     inputs = RunInputs(engine="sglang==0.5.12", k=3).with_bundled_incident()
     assert inputs.engine == "sglang==0.5.12" and inputs.k == 3
     assert inputs.aux_capture is False and len(inputs.logs) == 3
-    assert all(p.is_file() for p in inputs.logs + [inputs.baseline_log])
+    assert all(p.is_file() for p in [*inputs.logs, inputs.baseline_log])
     assert RunInputs.bundled_incident().engine == "sglang==0.5.10"
