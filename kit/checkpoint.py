@@ -397,7 +397,7 @@ def fsync_dir(folder: Path) -> None:
 # --- statistics from tensor bytes (only on request) ---------------------------------------------
 
 # Bytes read per step when streaming a tensor: memory stays flat whatever the tensor's size.
-STATS_CHUNK_BYTES = 4 << 20
+STATS_CHUNK_BYTES = 1 << 20
 _ST_TO_TORCH = {
     "BOOL": "bool",
     "U8": "uint8",
