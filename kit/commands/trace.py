@@ -114,29 +114,36 @@ def _print_text(report) -> None:
 
     c = report.capture
     console = Console()
-    layers = c.captured_layers if c.aux_capture else "none (aux capture off)"
     console.print(
         f"[bold]{c.engine}[/] target {c.target_class}: {c.num_target_layers} layers, "
-        f"hidden {c.target_hidden}; draft hidden {c.draft_hidden}\n"
-        f"  captured layers (states after k layers): {layers}"
-        + (f"; the engine's ids {c.engine_layer_ids}" if c.aux_capture else "")
-        + f"\n  draft trained on: {c.trained_layers}"
-        + (f"\n  CUDA-graph replays capture: {c.cuda_graph_layers}" if c.cuda_graph_layers else "")
-        + f"\n  hands the draft: {c.feeds}, {c.hidden_width} wide; fc expects "
-        f"{c.fc_in_features}; fc {'runs' if report.fc_applied else 'does not run'}"
+        f"hidden {c.target_hidden}; draft hidden {c.draft_hidden}, "
+        f"trained on the states after {c.trained_layers} layers"
     )
     if c.startup_error:
-        console.print(f"  [bold red]start-up fails:[/] {c.startup_error}")
-    table = Table(title=f"Draft hooks ({report.device}, {report.tokens} tokens)")
-    for col in ("hook", "shape", "dtype"):
-        table.add_column(col)
-    for h in report.hooks:
-        table.add_row(h.name, str(list(h.shape)), h.dtype)
-        if h.name == "aux_hidden_states" and report.bypassed_step:
-            table.add_row(f"[red]{report.bypassed_step}[/]", "[red]bypassed[/]", "")
-    if report.failed_step and report.failed_step != "startup":
-        table.add_row(f"[red]{report.failed_step}[/]", f"[red]fails: {report.error}[/]", "")
-    console.print(table)
+        console.print(f"  [bold red]the server does not start:[/] {c.startup_error}")
+    else:
+        layers = (
+            f"{c.captured_layers} (the engine's ids {c.engine_layer_ids})"
+            if c.aux_capture
+            else "none (aux capture off)"
+        )
+        graph = f"\n  CUDA-graph replays capture: {c.cuda_graph_layers}"
+        console.print(
+            f"  captured, as states after k layers: {layers}"
+            + (graph if c.cuda_graph_layers is not None else "")
+            + f"\n  hands the draft: {c.feeds}, {c.hidden_width} wide; fc expects "
+            f"{c.fc_in_features}; fc {'runs' if report.fc_applied else 'does not run'}"
+        )
+        table = Table(title=f"Draft hooks ({report.device}, {report.tokens} tokens)")
+        for col in ("hook", "shape", "dtype"):
+            table.add_column(col)
+        for h in report.hooks:
+            table.add_row(h.name, str(list(h.shape)), h.dtype)
+            if h.name == "aux_hidden_states" and report.bypassed_step:
+                table.add_row(f"[red]{report.bypassed_step}[/]", "[red]bypassed[/]", "")
+        if report.failed_step:
+            table.add_row(f"[red]{report.failed_step}[/]", f"[red]fails: {report.error}[/]", "")
+        console.print(table)
     if report.findings:
         console.print(render_table(report.findings))
     else:
