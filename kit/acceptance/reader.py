@@ -39,10 +39,10 @@ def parse_files(
         run = Run(
             source=str(path), num_draft_tokens=num_draft_tokens, num_steps=num_steps, topk=topk
         )
-        if topk == 1 and num_draft_tokens and not num_steps:
-            run.num_steps = num_draft_tokens - 1  # SGLang forces D = num_steps + 1 at topk 1
         read_file(p, run)
         release.infer(run, given)
+        if run.engine_name == "sglang" and topk == 1 and num_draft_tokens and not num_steps:
+            run.num_steps = num_draft_tokens - 1  # SGLang forces D = num_steps + 1 at topk 1
         runs.append(run)
     return runs
 
