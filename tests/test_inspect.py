@@ -265,3 +265,17 @@ def test_fail_on_rejects_an_unknown_severity():
     out = cli(str(LAYOUTS / "specforge"), "--fail-on", "fatal")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "unknown severity 'fatal'" in out.stderr
+
+
+def test_big_checkpoint_text_lists_modules_not_every_tensor(tmp_path):
+    """A target-sized key set (here 61 layers × 5 tensors) prints one line per module."""
+    state = {
+        f"model.layers.{i}.{p}.weight": torch.zeros(2)
+        for i in range(61)
+        for p in ("q_proj", "k_proj", "v_proj", "o_proj", "input_layernorm")
+    }
+    save_file(state, str(tmp_path / "model.safetensors"))
+    out = cli(str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "model.layers.60 (5, F32, 40 B)" in out.stdout
+    assert "model.layers.60.q_proj.weight" not in out.stdout
