@@ -143,7 +143,7 @@ SGLANG_IDS_SOURCE: list[Row[str | None]] = [
 
 SGLANG_ID_RULE: dict[str, list[Row[str]]] = {
     GENERIC: [
-        Row(VersionRange("0.4.4.post2", "0.4.10"), "ids+1", "0.4.9 models/llama.py:700"),
+        Row(VersionRange("0.4.9", "0.4.10"), "ids+1", "0.4.9 models/llama.py:700"),
         Row(VersionRange("0.4.10", "0.5.1"), "ids+1", "0.4.10 models/llama.py:743"),
         Row(VersionRange("0.5.1", "0.5.10"), "ids+1", "0.5.6 models/llama.py:730"),
         Row(VersionRange("0.5.10", "0.5.12"), "ids+1", "0.5.10 models/llama.py:783"),
