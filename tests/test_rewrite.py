@@ -145,10 +145,11 @@ def test_corrupt_copy_is_caught_and_nothing_lands(sample_dir, tmp_path, monkeypa
     """A copy that writes wrong bytes fails verification; no destination, no temp files."""
     real = rewrite._copy_range
 
-    def corrupting(src_fd, dst_fd, begin, length):
-        real(src_fd, dst_fd, begin, length)
-        if length > 100:
-            os.pwrite(dst_fd, b"\x7f", os.lseek(dst_fd, 0, os.SEEK_CUR) - 1)
+    def corrupting(src_fd, dst_fd, src_at, dst_at, length):
+        real(src_fd, dst_fd, src_at, dst_at, length)
+        if length > 100:  # flip one bit of the last byte copied
+            last = os.pread(dst_fd, 1, dst_at + length - 1)[0]
+            os.pwrite(dst_fd, bytes([last ^ 1]), dst_at + length - 1)
 
     monkeypatch.setattr(rewrite, "_copy_range", corrupting)
     with pytest.raises(KitError, match="verification failed"):
