@@ -74,3 +74,17 @@ def test_empty_and_broken_json(tmp_path):
     e, c = parse_files([empty, cut])
     assert e.window_count == 0 and e.unparsed_lines == 0
     assert c.window_count == 0 and c.unparsed_lines == 1
+
+
+def test_long_runs_keep_exact_statistics_in_a_thinned_series(monkeypatch):
+    """Past MAX_WINDOWS the series keeps every stride-th window; counts, mean, median stay exact."""
+    from kit.acceptance import model
+
+    monkeypatch.setattr(model, "MAX_WINDOWS", 10)
+    run = model.Run(source="x")
+    for i in range(100):
+        run.add(model.Window(accept_len=1 + (i % 5) / 4, line_no=i + 1))
+    assert run.window_count == 100 and run.accept_len.count == 100
+    assert len(run.windows) < 10 and run.stride == 16
+    assert [w.line_no for w in run.windows] == list(range(1, 101, 16))
+    assert run.accept_len.mean == 1.5 and run.accept_len.p50 == 1.5
