@@ -125,3 +125,20 @@ def test_bench_serve_block(tmp_path):
     assert w.throughput == pytest.approx(71.89)
     assert run.per_position == [0.7434, 0.58, 0.491]
     assert run.unparsed_lines == 1  # the preamble
+
+
+def test_per_position_cliff_is_acceptance_decay(tmp_path):
+    """vllm 0.11.0 metrics.py:96 per-position rates 0.74, 0.60, 0.05: position 2 keeps 8 % of
+    position 1 (geometric fall-off would keep ~80 %), reported as ACCEPTANCE_DECAY."""
+    pos = "0.740, 0.600, 0.050"
+    line = "INFO 10-22 10:27:58 [metrics.py:96] " + V1_0102 % (
+        2.39,
+        139.0,
+        300.0,
+        1390,
+        3000,
+        pos,
+        46.3,
+    )
+    (finding,) = [f for f in analyze(parse_files([write(tmp_path, line + "\n")])).findings]
+    assert finding.code == "ACCEPTANCE_DECAY" and finding.data["position"] == 1

@@ -27,6 +27,7 @@ SPEEDUP_SOURCE = (
 )
 LOW_FIRST_FACTOR = 0.5  # position-0 acceptance below half the offline step-0 accuracy
 DECAY_FACTOR = 0.7  # last quarter keeps less than 70 % of the first quarter's accepted drafts
+CLIFF_RATIO = 0.3  # next position keeps less than 30 % of this position's acceptance
 NO_SPEEDUP_RATIO = 1.05
 BELOW_EXPECTED_FACTOR = 0.8
 MIN_DECAY_WINDOWS = 8
@@ -263,6 +264,27 @@ def acceptance_decay(run: Run) -> Finding | None:
     )
 
 
+def position_cliff(run: Run) -> Finding | None:
+    """Per-position acceptance that collapses from one position to the next (far steeper than
+    the geometric fall-off of a draft that is just less sure further out)."""
+    pp = run.per_position
+    for i in range(len(pp) - 1):
+        if pp[i] >= 0.1 and pp[i + 1] < CLIFF_RATIO * pp[i]:
+            return Finding(
+                code="ACCEPTANCE_DECAY",
+                severity=Severity.WARNING,
+                title=f"Acceptance collapses after draft position {i}: "
+                f"{pp[i]:.1%} → {pp[i + 1]:.1%}",
+                evidence=(f"per-position acceptance: {', '.join(f'{p:.3f}' for p in pp)}",),
+                fix=f"Positions beyond {i} add draft cost for little gain: serve with {i + 1} "
+                "speculative tokens, or check that the draft was trained for as many steps as it "
+                "is asked to draft.",
+                engine=run.engine,
+                data={"run": run.source, "position": i},
+            )
+    return None
+
+
 def no_speedup(run: Run, baseline: Run) -> Finding | None:
     """Throughput with speculation not above the baseline run's."""
     if not run.throughput.count or not baseline.throughput.count:
@@ -288,7 +310,8 @@ def no_speedup(run: Run, baseline: Run) -> Finding | None:
 def run_findings(
     run: Run, expected_step0: float | None = None, expected_accept_len: float | None = None
 ) -> list[Finding]:
-    out = [zero_acceptance(run), acceptance_decay(run)]
+    zero = zero_acceptance(run)
+    out = [zero, acceptance_decay(run), None if zero else position_cliff(run)]
     if expected_step0 is not None:
         out.append(low_first_position(run, expected_step0))
     mean = run.accept_len.mean
