@@ -30,6 +30,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 DATA = ROOT / "data"
 SUMMARY_NAME = "run.json"
+# Offline acceptance of the bundled incident on its first 60 held-out prompts (of 300), so the
+# whole run stays under a minute on 2 cores; `--num-prompts 300` measures on all of them.
+DEMO_PROMPTS = 60
 
 # Steps of a run, in reading order, with the title the summary and the postmortem use.
 TITLES = {
@@ -89,6 +92,7 @@ class RunInputs:
             logs=[logs / f"{n}.log" for n in ("before", "after-rename", "after-both-fixes")],
             baseline_log=logs / "baseline-no-spec.log",
             aux_capture=False if self.aux_capture is None else self.aux_capture,
+            num_prompts=self.num_prompts or DEMO_PROMPTS,
         )
 
     @classmethod

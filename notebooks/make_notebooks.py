@@ -443,7 +443,7 @@ table = [
     }
     for row in rows
 ]
-healthy, deployed = rows[0].result, rows[1].result
+healthy, deployed = rows[0].result, rows[1].result  # healthy first, then the incident
 record("table:wirings", table)
 record("expected_accept_len", healthy.accept_len)
 record("summary", {"k": k, "expected accept len (healthy)": healthy.accept_len, "accept len as deployed": deployed.accept_len})
@@ -464,7 +464,9 @@ fig = go.Figure(
 fig.update_layout(barmode="group", title=f"Acceptance per position (k = {k})", yaxis_title="accepted fraction", height=380)
 fig.show()
 record("fig:acceptance per position", fig)
-fig = go.Figure(go.Bar(x=[row.label for row in rows], y=[row.result.accept_len for row in rows], marker_color=["#2e7d32", "#c62828", "#ffa000", "#ffa000"]))
+lengths = [row.result.accept_len for row in rows]
+colours = ["#c62828" if a < 1.1 else "#2e7d32" if a >= 0.9 * healthy.accept_len else "#ffa000" for a in lengths]
+fig = go.Figure(go.Bar(x=[row.label for row in rows], y=lengths, marker_color=colours))
 fig.add_hline(y=1.0, line_color="#c62828", annotation_text="zero acceptance")
 fig.update_layout(title="Accept length by wiring", yaxis_title="accept len", height=350)
 fig.show()
