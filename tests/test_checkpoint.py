@@ -244,3 +244,48 @@ def test_sample_is_an_untrained_save(sample_dir):
     stats = checkpoint_stats(ck)
     flagged = {n for n, s in stats.items() if looks_untrained(ck.tensors[n], s)}
     assert flagged == set(ck.tensors) - {"embed_tokens.weight", "lm_head.weight", "d2t", "t2d"}
+
+
+def test_inspection_reads_only_the_header(tmp_path, monkeypatch):
+    """A 64 GiB checkpoint (sparse on disk) is inspected by reading its 8 + header bytes only."""
+    import kit.checkpoint
+    from kit.inspection import inspect_checkpoint
+
+    n = 8 << 30  # BF16 elements per tensor: 16 GiB each
+    header = {
+        f"layers.{i}.mlp.up_proj.weight": {
+            "dtype": "BF16",
+            "shape": [n // 4096, 4096],
+            "data_offsets": [i * 2 * n, (i + 1) * 2 * n],
+        }
+        for i in range(4)
+    }
+    body = json.dumps(header).encode()
+    path = tmp_path / "model.safetensors"
+    with open(path, "wb") as f:
+        f.write(len(body).to_bytes(8, "little") + body)
+        f.truncate(8 + len(body) + 4 * 2 * n)  # a hole, not 64 GiB of writes
+    read = []
+
+    class Counting:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def read(self, size=-1):
+            data = self.f.read(size)
+            read.append(len(data))
+            return data
+
+    def counting_open(p, mode):
+        return Counting(open(p, mode))  # closed by Counting.__exit__
+
+    monkeypatch.setattr(kit.checkpoint, "open", counting_open, raising=False)
+    report = inspect_checkpoint(path)
+    assert sum(t["nbytes"] for t in report.to_dict()["tensors"]) == 64 << 30
+    assert sum(read) == 8 + len(body)
