@@ -198,7 +198,7 @@ outcomes = [o for o in COLOURS if any(f["outcome"] == o for f in fates)]
 fig = go.Figure(
     [go.Bar(name=o, x=[sum(f["outcome"] == o for f in fates)], y=[engine], orientation="h", marker_color=COLOURS[o]) for o in outcomes]
 )
-fig.update_layout(barmode="stack", title=f"Checkpoint keys by fate under {engine}", height=250, xaxis_title="keys")
+fig.update_layout(barmode="stack", title=f"Checkpoint keys by fate under {engine}", height=280, xaxis_title="keys", legend_orientation="h")
 fig.show()
 record("fig:key fates", fig)
 record("table:key fates", fates)
