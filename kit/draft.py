@@ -478,10 +478,12 @@ def _shard_rows(draft: Eagle3Draft, name: str, shard) -> slice | None:
     if shard is None:
         return None
     c = draft.cfg
-    nq, nkv, i = c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim, None
-    starts = {"q": (0, nq), "k": (nq, nkv), "v": (nq + nkv, nkv)}
-    i = c.intermediate_size
-    starts |= {0: (0, i), 1: (i, i)}
+    nq, nkv, i = (
+        c.num_attention_heads * c.head_dim,
+        c.num_key_value_heads * c.head_dim,
+        c.intermediate_size,
+    )
+    starts = {"q": (0, nq), "k": (nq, nkv), "v": (nq + nkv, nkv), 0: (0, i), 1: (i, i)}
     if shard not in starts:
         raise KitError(f"unknown shard {shard!r} for {name}")
     begin, rows = starts[shard]
