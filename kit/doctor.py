@@ -64,8 +64,12 @@ def diagnose(
     aux_capture: bool | None = None,
     num_draft_tokens: int | None = None,
     expected_accept_len: float | None = None,
+    target: str | Path | None = None,
+    num_prompts: int | None = None,
 ) -> Diagnosis:
-    """Run every check the inputs allow. `draft_config` (default: the draft's) is what is traced."""
+    """Run every check the inputs allow. `draft_config` (default: the draft's) is what is traced;
+    a transformers `target` adds offline acceptance, whose healthy figure becomes the expected
+    accept length the logs are judged against (unless `expected_accept_len` is given)."""
     from kit.config import load_draft_config, load_target_config
     from kit.engines import parse_engine
 
@@ -102,6 +106,18 @@ def diagnose(
     else:
         report.skipped["capture"] = "no target config given"
 
+    if target is not None and has_weights(draft):
+        healthy, deployed = offline(draft, target, release, aux_capture, num_prompts)
+        report.checks["offline"] = list(deployed.findings)
+        report.facts.update(
+            offline_accept_len_healthy=round(healthy.accept_len, 4),
+            offline_accept_len_as_deployed=round(deployed.accept_len, 4),
+        )
+        if expected_accept_len is None:
+            expected_accept_len = healthy.accept_len
+    else:
+        report.skipped["offline"] = "needs a draft checkpoint and --target"
+
     if logs:
         from kit.acceptance import analyze, parse_files
 
@@ -114,3 +130,30 @@ def diagnose(
     else:
         report.skipped["acceptance"] = "no server log given"
     return report
+
+
+def offline(
+    draft: Path,
+    target: str | Path,
+    release: Any,
+    aux_capture: bool | None,
+    num_prompts: int | None = None,
+) -> tuple[Any, Any]:
+    """Offline acceptance healthy and as the release (and the deployment's capture) runs it."""
+    import torch
+
+    from kit.organism import evaluate, load_prompts, load_target
+
+    torch.set_num_threads(1)  # figures do not depend on it; a shared machine's speed does
+    target = Path(target)
+    prompts = None
+    if num_prompts:
+        beside = [target / "prompts.jsonl", target.parent / "prompts.jsonl"]
+        prompts = load_prompts(next((p for p in beside if p.is_file()), beside[0]))[:num_prompts]
+    model = load_target(target)
+    common = {"target": model, "prompts": prompts, "progress": False}
+    healthy = evaluate(target, draft, **common)
+    deployed = evaluate(
+        target, draft, as_loaded_by=str(release), aux_capture=aux_capture is not False, **common
+    )
+    return healthy, deployed

@@ -10,6 +10,7 @@ from kit.doctor import diagnose
 from tests.conftest import DATA, ROOT
 
 KIMI = DATA / "incident" / "kimi-k2.5"
+ORGANISM = DATA / "organism"
 LOGS = DATA / "incident" / "logs"
 
 
@@ -30,7 +31,7 @@ def test_the_incident_gives_both_root_causes_first(sample_dir):
     assert "ZERO_ACCEPTANCE" in codes
     assert report.facts["fc_applied"] is False and report.facts["hidden_width"] == 7168
     assert report.facts["keys dropped silently"] > 0
-    assert not report.skipped
+    assert set(report.skipped) == {"offline"}
 
 
 def test_a_release_that_loads_the_layout_and_captures_has_no_root_cause(sample_dir):
@@ -49,6 +50,7 @@ def test_checks_without_their_input_are_listed_as_skipped(sample_dir):
     assert set(report.checks) == {"inspection", "load"}
     assert report.skipped == {
         "capture": "no target config given",
+        "offline": "needs a draft checkpoint and --target",
         "acceptance": "no server log given",
     }
 
@@ -77,7 +79,7 @@ def test_cli_json_for_programs(sample_dir):
     data = json.loads(out.stdout)
     assert data["engine"] == "sglang==0.5.10"
     assert data["findings"][0]["root_cause"] is True
-    assert data["checks_skipped"] == {"acceptance": "no server log given"}
+    assert set(data["checks_skipped"]) == {"acceptance", "offline"}
 
 
 def test_cli_missing_log_is_one_line_naming_the_file(sample_dir, tmp_path):
@@ -86,3 +88,18 @@ def test_cli_missing_log_is_one_line_naming_the_file(sample_dir, tmp_path):
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "Traceback" not in out.stderr
     assert "missing.log" in out.stderr and "no such file" in out.stderr
+
+
+def test_offline_acceptance_sets_the_expectation_the_logs_are_judged_against():
+    """The organism pair: healthy offline accept len is what the served figure should reach."""
+    report = diagnose(
+        ORGANISM / "draft",
+        target=ORGANISM / "target",
+        num_prompts=20,
+        logs=[LOGS / "after-both-fixes.log"],
+        aux_capture=False,
+    )
+    healthy = report.facts["offline_accept_len_healthy"]
+    assert healthy > 3.0 > 1.1 > report.facts["offline_accept_len_as_deployed"]
+    below = [f for f in report.findings if f.code == "BELOW_EXPECTED_ACCEPT_LEN"]
+    assert below and f"{healthy:.2f}" in below[0].title

@@ -27,6 +27,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--num-draft-tokens", type=int, help="draft tokens per step (default: from logs)"
     )
     p.add_argument("--expected-accept-len", type=float, help="offline expected accept length")
+    p.add_argument("--target", type=Path, help="transformers target: adds offline acceptance")
+    p.add_argument("--num-prompts", type=int, help="offline acceptance on the first N prompts")
     p.add_argument("--json", action="store_true", help="JSON for programs")
 
 
@@ -44,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
         aux_capture=args.aux_capture,
         num_draft_tokens=args.num_draft_tokens,
         expected_accept_len=args.expected_accept_len,
+        target=args.target,
+        num_prompts=args.num_prompts,
     )
     if args.json:
         print(dumps(report.to_dict()))
