@@ -33,7 +33,7 @@ from kit.engines.params import (
     ParamSpec,
     Shard,
 )
-from kit.findings import Finding, Severity
+from kit.findings import Finding, Severity, to_json
 
 __all__ = [
     "OUTCOMES",
@@ -112,7 +112,7 @@ class LoadReport:
             "config_supported": self.config_supported,
             "keys": [k.to_dict() for k in self.keys],
             "params": [p.to_dict() for p in self.params],
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": to_json(self.findings),
         }
 
 

@@ -389,19 +389,33 @@ def _write_text(path: Path, text: str) -> None:
         os.replace(tmp, path)
 
 
-def _outputs(ck: Checkpoint) -> list[Path]:
-    if ck.kind == "pickle":
+def copy_verified(src: Path, dest: Path) -> None:
+    """Copy a file unchanged (a pickle checkpoint whose tensors keep their names), verified."""
+    src_fd = os.open(src, os.O_RDONLY)
+    try:
+        with _temp_in(dest.parent, dest.name, os.fstat(src_fd).st_mode & 0o777) as (fd, tmp):
+            _copy_verify_sync(src_fd, fd, [_Segment(src.name, 0, 0, os.fstat(src_fd).st_size)], tmp)
+            os.replace(tmp, dest)
+            fsync_dir(dest.parent)
+    finally:
+        os.close(src_fd)
+
+
+def _check_writable(ck: Checkpoint, plan: FixPlan) -> None:
+    if ck.kind == "pickle" and plan.renames:
         raise KitError(
-            "pickle checkpoints are not rewritten; convert to safetensors first", ck.files[0]
+            "renaming tensors inside a pickle checkpoint is not supported (it cannot be streamed); "
+            "convert it to safetensors first",
+            ck.files[0],
         )
-    return ck.files
 
 
 def write_fixed(
     ck: Checkpoint, plan: FixPlan, out: Path | None = None, in_place: bool = False
 ) -> Path:
     """Apply `plan`: a complete new folder at `out`, or the same folder (`*.orig` kept)."""
-    files = _outputs(ck)
+    _check_writable(ck, plan)
+    files = ck.files
     if in_place == (out is not None):
         raise KitError("choose exactly one of --out DIR or --in-place")
     if in_place:
@@ -414,7 +428,10 @@ def write_fixed(
     try:
         stage.chmod(_default_mode(0o777))
         for f in files:
-            rewrite_safetensors(f, plan.renames, stage / f.name)
+            if ck.kind == "pickle":
+                copy_verified(f, stage / f.name)
+            else:
+                rewrite_safetensors(f, plan.renames, stage / f.name)
         if ck.kind == "sharded":
             _write_text(stage / INDEX_NAME, _renamed_index(ck, plan.renames))
         for extra in sorted(ck.folder.iterdir()):
@@ -451,7 +468,7 @@ def _keep_orig(path: Path) -> None:
 
 def _write_in_place(ck: Checkpoint, plan: FixPlan, files: list[Path]) -> Path:
     folder = ck.folder
-    for f in files:
+    for f in files if plan.renames else []:
         _keep_orig(f)
         rewrite_safetensors(f, plan.renames, f)
     if ck.kind == "sharded":

@@ -173,3 +173,27 @@ def test_cli_fix_json(sample_dir, tmp_path):
     data = json.loads(out.stdout)
     assert data["after"] == {"crashed": False, "problems": []}
     assert len(data["plan"]["problems_before"]) == 10 and data["plan"]["problems_after"] == []
+
+
+def test_pickle_config_only_fix_copies_the_bin_verified(tmp_path):
+    """EAGLE official `.bin` without `draft_vocab_size`: SGLang reads the attribute when it
+    builds lm_head, so the fix adds it (the head's rows) and copies the .bin unchanged."""
+    folder = copy(LAYOUTS / "eagle-official", tmp_path / "eo")
+    config = json.loads((folder / "config.json").read_text())
+    del config["draft_vocab_size"]
+    (folder / "config.json").write_text(json.dumps(config))
+    ck, plan, out = fix(folder, "sglang==0.5.10", out=tmp_path / "o")
+    assert plan.before.crashed and not plan.renames
+    assert json.loads((out / "config.json").read_text())["draft_vocab_size"] == 16
+    assert sha(out / "pytorch_model.bin") == sha(ck.files[0])
+    assert not verify_output(out, "sglang==0.5.10").crashed
+
+
+def test_pickle_needing_renames_is_refused(sample_dir, tmp_path):
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    torch.save(load_file(sample_dir / "model.safetensors"), folder / "pytorch_model.bin")
+    shutil.copy(sample_dir / "config.json", folder / "config.json")
+    with pytest.raises(KitError, match="convert it to safetensors first"):
+        fix(folder, "sglang==0.5.10", out=tmp_path / "o")
+    assert not (tmp_path / "o").exists()
