@@ -50,7 +50,10 @@ def run(args: argparse.Namespace) -> int:
     from kit.runbook import RunInputs
     from kit.runbook import run as run_notebooks
 
+    from kit.engines import parse_engine
+
     gate = None if args.fail_on is None else _severity(args.fail_on)
+    parse_engine(args.engine)  # a release outside the modelled range fails here, not in 5 kernels
     inputs = RunInputs(
         draft=args.draft,
         target=args.target,
