@@ -45,12 +45,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from kit.engines import parse_engine
     from kit.errors import KitError
     from kit.findings import Severity, render_table
     from kit.runbook import RunInputs
     from kit.runbook import run as run_notebooks
-
-    from kit.engines import parse_engine
 
     gate = None if args.fail_on is None else _severity(args.fail_on)
     parse_engine(args.engine)  # a release outside the modelled range fails here, not in 5 kernels
