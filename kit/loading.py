@@ -14,7 +14,7 @@ from typing import Any
 
 from kit.checkpoint import Checkpoint, TensorInfo
 from kit.config import DraftConfig
-from kit.engines import EngineRelease, parse_engine
+from kit.engines import EngineRelease, all_releases, parse_engine
 from kit.engines.params import (
     CONSUMED,
     DROPPED,
@@ -134,9 +134,16 @@ def engine_params(cfg: DraftConfig, release: EngineRelease | str) -> list[ParamS
 
 
 def simulate_keys(
-    shapes: dict[str, tuple[int, ...]], cfg: DraftConfig, release: EngineRelease | str
+    shapes: dict[str, tuple[int, ...]],
+    cfg: DraftConfig,
+    release: EngineRelease | str,
+    suggest_upgrade: bool = True,
 ) -> LoadReport:
-    """`simulate_load` on key names and shapes alone (used to verify rename plans)."""
+    """`simulate_load` on key names and shapes alone (used to verify rename plans).
+
+    With `suggest_upgrade`, a drop or crash finding names the first later release that loads
+    every tensor, if there is one.
+    """
     rel = _release(release)
     eng = engine_module(rel)
     params = {p.name: p for p in eng.engine_params(cfg, rel)}
@@ -158,13 +165,29 @@ def simulate_keys(
             fatal = d2t_fail
     states = _param_states(params, keys, eng.from_target(ctx))
     crashed = bool(fatal) or any(k.outcome == ERROR for k in keys)
-    findings += _findings(rel, cfg, keys, states, fatal, names, eng)
+    upgrade = None
+    if suggest_upgrade and (crashed or any(k.outcome in (DROPPED, WARNED) for k in keys)):
+        upgrade = _first_clean_release(shapes, cfg, rel)
+    findings += _findings(rel, cfg, keys, states, fatal, names, eng, upgrade)
     return LoadReport(str(rel), keys, states, findings, crashed, config_supported=not problem)
 
 
 def simulate_load(ck: Checkpoint, cfg: DraftConfig, release: EngineRelease | str) -> LoadReport:
     """Replay the release's loader on every tensor of `ck` (headers only; no bytes are read)."""
     return simulate_keys({n: t.shape for n, t in _ordered(ck)}, cfg, release)
+
+
+def _first_clean_release(
+    shapes: dict[str, tuple[int, ...]], cfg: DraftConfig, rel: EngineRelease
+) -> EngineRelease | None:
+    """The oldest release after `rel` under which every tensor loads (drops nothing, no crash)."""
+    for later in all_releases(rel.name):
+        if later.version <= rel.version:
+            continue
+        r = simulate_keys(shapes, cfg, later, suggest_upgrade=False)
+        if not r.crashed and not any(k.outcome in (DROPPED, WARNED) for k in r.keys):
+            return later
+    return None
 
 
 def _ordered(ck: Checkpoint) -> list[tuple[str, TensorInfo]]:
@@ -231,11 +254,14 @@ def _findings(
     fatal: tuple[str, str] | None,
     names: list[str],
     eng: ModuleType,
+    upgrade: EngineRelease | None = None,
 ) -> list[Finding]:
     engine = str(rel)
     out: list[Finding] = []
     at_init = [p for p in states if p.state == LEFT_AT_INIT]
-    fix = f"python -m kit fix CKPT --for {engine} (renames the keys), or see `--engine {rel.name}`"
+    fix = f"python -m kit fix CKPT --for {engine} (renames the keys)"
+    if upgrade is not None:
+        fix += f", or upgrade to {rel.name} ≥ {upgrade.version} (loads every tensor as is)"
 
     dropped = [k for k in keys if k.outcome == DROPPED]
     if dropped:
@@ -377,7 +403,7 @@ def _findings(
         and not (dropped and _decoder(p.name))
     ]
     partial = [p for p in states if p.missing_shards]
-    if others or partial:
+    if (others or partial) and not (fatal or errors):  # after a crash nothing runs at all
         garbage = any(p.init == UNINITIALIZED for p in others) or partial
         out.append(
             Finding(

@@ -105,6 +105,7 @@ def test_sample_0_5_10_drops_exactly_the_decoder_layer(sample_dir):
     assert drop.severity.name == "CRITICAL" and drop.root_cause
     assert "accept len ≈ 1.00" in drop.title
     assert drop.engine == "sglang==0.5.10" and "llama_eagle3.py:243" in drop.source
+    assert "upgrade to sglang ≥ 0.5.12" in drop.fix  # the first release that loads it as is
 
 
 def test_sample_0_5_12_legacy_layers_load(sample_dir):

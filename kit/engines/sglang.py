@@ -323,9 +323,7 @@ def _resolve_own(key: str, ctx: LoadContext, src: str, legacy: bool) -> KeyOutco
     target = name if name in ctx.params else "model." + name
     if target in ctx.params:
         return KeyOutcome(key, LOADED, target, sid, source=src)
-    return KeyOutcome(
-        key, DROPPED, message=f"neither {name} nor model.{name} is a parameter", source=src
-    )
+    return KeyOutcome(key, DROPPED, message=f"no parameter {name} (nor model.{name})", source=src)
 
 
 def _resolve_mla(key: str, ctx: LoadContext) -> KeyOutcome:
