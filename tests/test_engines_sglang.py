@@ -183,7 +183,7 @@ def test_eagle_official_bin_replays(tmp_path):
 
 
 def test_modelopt_two_layers_before_0_5_12_is_a_value_error(tmp_path):
-    """sglang ≤0.5.11 `llama_eagle3.py:130` (0.4.10): num_hidden_layers != 1 ⇒
+    """sglang ≤0.5.11 `llama_eagle3.py` __init__ (single midlayer, :130 in 0.4.10): num_hidden_layers != 1 ⇒
     ValueError("EAGLE3 currently only supports 1 layer") (SpecForge#129)."""
     report = sim(Path("data/layouts/modelopt-layers"), "sglang==0.5.11")
     assert report.crashed

@@ -42,12 +42,12 @@ LOADER: list[Row[str]] = [
     Row(VersionRange("0.4.8", "0.4.9"), DELEGATING,
         W + "models/llama_eagle3.py:183-193 → models/llama.py:532-596 (0.4.8)"),
     Row(VersionRange("0.4.9", "0.5.3"), OWN, W + "models/llama_eagle3.py:202-243 (0.4.10)"),
-    Row(VersionRange("0.5.3", "0.5.6"), OWN, W + "models/llama_eagle3.py:219-260 (0.5.3)"),
-    Row(VersionRange("0.5.6", "0.5.10"), OWN, W + "models/llama_eagle3.py:229-270 (0.5.6)"),
-    Row(VersionRange("0.5.10", "0.5.12"), OWN, W + "models/llama_eagle3.py:243-284 (0.5.10)"),
+    Row(VersionRange("0.5.3", "0.5.6"), OWN, W + "models/llama_eagle3.py:219 (0.5.3)"),
+    Row(VersionRange("0.5.6", "0.5.10"), OWN, W + "models/llama_eagle3.py:229 (0.5.6)"),
+    Row(VersionRange("0.5.10", "0.5.12"), OWN, W + "models/llama_eagle3.py:243 (0.5.10)"),
     Row(VersionRange("0.5.12", "0.5.15"), LEGACY_MAP, W + "models/llama_eagle3.py:293-346 (0.5.12)"),
-    Row(VersionRange("0.5.15", "0.5.20"), LEGACY_MAP, W + "models/llama_eagle3.py:297-350 (0.5.15)"),
-    Row(VersionRange("0.5.20", "0.5.23"), LEGACY_MAP, W + "models/llama_eagle3.py:314-367 (0.5.20)"),
+    Row(VersionRange("0.5.15", "0.5.20"), LEGACY_MAP, W + "models/llama_eagle3.py:297 (0.5.15)"),
+    Row(VersionRange("0.5.20", "0.5.23"), LEGACY_MAP, W + "models/llama_eagle3.py:314 (0.5.20)"),
     Row(VersionRange("0.5.23"), LEGACY_MAP, W + "models/llama_eagle3.py:325-378 (0.5.23)"),
 ]  # fmt: skip
 
@@ -67,7 +67,11 @@ FC_BIAS: list[Row[str]] = [
 
 # `ValueError("EAGLE3 currently only supports 1 layer")` until 0.5.11 (§H, SpecForge#129).
 ONE_LAYER_ONLY: list[Row[bool]] = [
-    Row(VersionRange("0.4.4.post2", "0.5.12"), True, W + "models/llama_eagle3.py:130 (0.4.10)"),
+    Row(
+        VersionRange("0.4.4.post2", "0.5.12"),
+        True,
+        W + "models/llama_eagle3.py __init__, single midlayer at :130 (0.4.10)",
+    ),
     Row(VersionRange("0.5.12"), False, W + "models/llama_eagle3.py:180 (0.5.12)"),
 ]
 
@@ -80,16 +84,24 @@ FC_WIDTH: list[Row[str]] = [
 # Optional norms in front of fc: fc_norm.{j} (≥0.5.12), input_norm (≥0.5.17) (§0 #14, #17).
 FC_NORM: list[Row[bool]] = [
     Row(VersionRange("0.4.4.post2", "0.5.12"), False, W + "models/llama_eagle3.py (0.5.11)"),
-    Row(VersionRange("0.5.12"), True, W + "models/llama_eagle3.py:160-175 (0.5.12)"),
+    Row(
+        VersionRange("0.5.12"),
+        True,
+        W + "models/llama_eagle3.py:160 fc and its fc_norm (0.5.12; reference §0 #14)",
+    ),
 ]
 INPUT_NORM: list[Row[bool]] = [
     Row(VersionRange("0.4.4.post2", "0.5.17"), False, W + "models/llama_eagle3.py (0.5.16)"),
-    Row(VersionRange("0.5.17"), True, W + "models/llama_eagle3.py:163-170 (0.5.17)"),
+    Row(
+        VersionRange("0.5.17"),
+        True,
+        W + "models/llama_eagle3.py input_norm (0.5.17; reference §0 #17)",
+    ),
 ]
 
 # draft_vocab_size: null ⇒ head built with vocab_size rows, embed+head taken from target (§A.5).
 NULL_VOCAB_HEAD_FROM_TARGET: list[Row[bool]] = [
-    Row(VersionRange("0.4.4.post2", "0.5.2"), False, W + "models/llama_eagle3.py:150 (0.5.1)"),
+    Row(VersionRange("0.4.4.post2", "0.5.2"), False, W + "models/llama_eagle3.py lm_head sized by config.draft_vocab_size (0.5.1)"),
     Row(VersionRange("0.5.2"), True,
         W + "models/llama_eagle3.py:201-207, speculative/eagle_worker.py:149-154 (0.5.3)"),
 ]  # fmt: skip
@@ -101,7 +113,7 @@ EMBED_FROM_TARGET = W + "models/llama.py:624-634 set_embed (0.4.6.post1); :910-9
 D2T_MISSING_CRASH: list[Row[bool]] = [
     Row(VersionRange("0.4.4.post2", "0.4.9"), True,
         W + "speculative/eagle_worker.py:121-127 (0.4.6.post1)"),
-    Row(VersionRange("0.4.9"), False, W + "models/llama_eagle3.py:215 (0.4.10: hot_token_id = None)"),
+    Row(VersionRange("0.4.9"), False, W + "models/llama_eagle3.py:215 d2t branch, else hot_token_id None (0.4.10)"),
 ]  # fmt: skip
 
 # The MLA draft class and its loader (§A.4).
@@ -168,7 +180,7 @@ def startup_failure(cfg: DraftConfig, release: EngineRelease) -> tuple[str, str]
     if not cfg.draft_vocab_size_key:
         return (
             "AttributeError: 'LlamaConfig' object has no attribute 'draft_vocab_size'",
-            pick(LOADER, release).source.split(":")[0] + " (lm_head construction)",
+            pick(NULL_VOCAB_HEAD_FROM_TARGET, release).source,
         )
     if draft_vocab(cfg, release) is None:
         return (
