@@ -139,6 +139,11 @@ def test_sharded_rewrite(sample_dir, tmp_path):
         index["midlayer.self_attn.q_proj.weight"] == weight_map["layers.0.self_attn.q_proj.weight"]
     )
     assert not verify_output(out, "sglang==0.5.10").with_outcome("dropped_silently")
+    index_before = sha(folder / "model.safetensors.index.json")
+    fix(folder, "sglang==0.5.10", in_place=True)
+    assert sha(folder / "model.safetensors.index.json.orig") == index_before
+    assert (folder / "a.safetensors.orig").exists() and (folder / "b.safetensors.orig").exists()
+    assert not verify_output(folder, "sglang==0.5.10").with_outcome("dropped_silently")
 
 
 def test_corrupt_copy_is_caught_and_nothing_lands(sample_dir, tmp_path, monkeypatch):
