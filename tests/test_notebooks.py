@@ -18,6 +18,8 @@ import pytest
 from kit.runbook import NOTEBOOKS, TITLES, Run, RunInputs, execute_notebook, run
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow  # real kernels; still part of `make test`
+
 EXPECTED = [*TITLES, "postmortem"]
 SOURCES = sorted(NOTEBOOKS.glob("*.ipynb"))
 ROOT_CAUSES = {"KEYS_SILENTLY_DROPPED", "FC_BYPASSED"}

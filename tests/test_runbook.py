@@ -19,6 +19,8 @@ from kit.findings import Finding, Severity
 from kit.record import MIME, read_records, to_jsonable
 from kit.runbook import RunInputs, Step, execute, load_run, plan
 
+pytestmark = pytest.mark.slow  # real kernels; still part of `make test`
+
 
 def write_notebook(folder: Path, name: str, params: str, body: str) -> None:
     nb = nbformat.v4.new_notebook()
