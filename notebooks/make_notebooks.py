@@ -370,7 +370,17 @@ compared = [
     for r in [*runs, *([base] if base else [])]
 ]
 record("table:runs compared", compared)
-record("table:before against after", [s.to_dict() for s in steps])
+before_after = [
+    {
+        "before": Path(c.before.source).name,
+        "after": Path(c.after.source).name,
+        "accept len": f"{c.before.accept_len.mean:.2f} → {c.after.accept_len.mean:.2f}",
+        "throughput ratio": c.to_dict()["throughput_ratio"],
+        "verdict": "; ".join(f.title for f in c.findings),
+    }
+    for c in steps
+]
+record("table:before against after", before_after)
 record("summary", {"logs": len(logs), "expected accept len (offline)": expected_accept_len})
 display(HTML(table_html(compared)))"""),
     md("""
