@@ -196,6 +196,8 @@ def read_safetensors_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str
     if not isinstance(header, dict):
         raise KitError("header is not a JSON object", file)
     metadata = header.pop("__metadata__", None) or {}
+    if not isinstance(metadata, dict):
+        raise KitError("header __metadata__ is not a JSON object of strings", file)
     data_start = 8 + n
     data_len = size - data_start
     tensors: dict[str, TensorInfo] = {}
@@ -204,7 +206,7 @@ def read_safetensors_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str
         if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= entry.keys():
             raise KitError(f"header entry {name!r} lacks dtype/shape/data_offsets", file)
         dtype = entry["dtype"]
-        if dtype not in DTYPE_SIZES:
+        if not isinstance(dtype, str) or dtype not in DTYPE_SIZES:
             raise KitError(f"tensor {name!r} has unknown dtype {dtype!r}", file)
         shape = entry["shape"]
         offs = entry["data_offsets"]
@@ -276,7 +278,9 @@ def _open_index(index: Path) -> Checkpoint:
     try:
         data = json.loads(index.read_text())
         weight_map = data["weight_map"]
-        if not isinstance(weight_map, dict):
+        if not isinstance(weight_map, dict) or not all(
+            isinstance(v, str) for v in weight_map.values()
+        ):
             raise TypeError
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
         raise KitError(
@@ -287,6 +291,8 @@ def _open_index(index: Path) -> Checkpoint:
     tensors: dict[str, TensorInfo] = {}
     files = []
     for shard in shard_names:
+        if Path(shard).is_absolute() or ".." in Path(shard).parts:
+            raise KitError(f"index names shard {shard!r} outside its folder", index)
         shard_path = folder / shard
         if not shard_path.is_file():
             raise KitError(f"index names shard {shard!r}, which does not exist", index)
@@ -323,7 +329,7 @@ def _load_pickle(file: Path) -> dict:
     except pickle.UnpicklingError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else "refused"
         raise KitError(f"refused to unpickle (weights_only): {first}", file) from None
-    except (RuntimeError, EOFError, OSError, ValueError) as e:
+    except Exception as e:  # any failure to parse a zip archive is bad input, not a kit bug
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise KitError(f"not a readable torch checkpoint: {msg}", file) from None
     if isinstance(obj, dict) and "state_dict" in obj and isinstance(obj["state_dict"], dict):

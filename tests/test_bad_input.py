@@ -54,3 +54,56 @@ def test_payload_is_live_under_plain_unpickle(tmp_path):
     path, _ = CASES["malicious_legacy_pickle"](tmp_path)
     pickle.loads(path.read_bytes())
     assert (tmp_path / "PWNED").exists()
+
+
+def test_mutated_headers_give_kit_errors_only(tmp_path, sample_dir):
+    """Seeded mutations of a real header (byte flips, wrong JSON types in every field): each
+    either opens or raises KitError; nothing else escapes to become a traceback."""
+    import json
+    import random
+    import struct
+
+    from kit.checkpoint import open_checkpoint
+    from kit.errors import KitError
+
+    src = (sample_dir / "model.safetensors").read_bytes()
+    (n,) = struct.unpack("<Q", src[:8])
+    header = json.loads(src[8 : 8 + n])
+    rng = random.Random(0)
+    blobs = []
+    for _ in range(300):
+        b = bytearray(src)
+        b[rng.randrange(8, 8 + n)] = rng.randrange(256)
+        blobs.append(bytes(b))
+    odd = [None, [], {}, "x", -1, 1.5, [1, 2, 3], True, 10**30, [[1]], {"a": 1}]
+    for _ in range(300):
+        h = json.loads(json.dumps(header))
+        name = rng.choice([k for k in h if k != "__metadata__"])
+        if rng.random() < 0.1:
+            h["__metadata__"] = rng.choice(odd)
+        else:
+            h[name][rng.choice(["dtype", "shape", "data_offsets"])] = rng.choice(odd)
+        body = json.dumps(h).encode()
+        blobs.append(struct.pack("<Q", len(body)) + body + src[8 + n :])
+    path = tmp_path / "model.safetensors"
+    refused = 0
+    for blob in blobs:
+        path.write_bytes(blob)
+        try:
+            open_checkpoint(path)
+        except KitError as e:
+            refused += 1
+            assert e.path == str(path)
+    assert refused > 300  # most mutations break the file; all of those were KitErrors
+
+
+def test_index_cannot_reach_outside_its_folder(tmp_path):
+    import json
+
+    inner = tmp_path / "ck"
+    inner.mkdir()
+    (inner / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"w": "../elsewhere.safetensors"}})
+    )
+    out = run_inspect(inner)
+    assert out.returncode == 2 and "outside its folder" in out.stderr
