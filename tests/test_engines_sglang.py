@@ -333,3 +333,14 @@ def test_mla_draft(tmp_path):
 def test_version_outside_range_names_it(sample_dir):
     with pytest.raises(KitError, match=r"0\.4\.4\.post2 … 0\.5\.23"):
         sim(sample_dir, "sglang==0.6.0")
+
+
+def test_llama4_mlp_width_from_0_4_9():
+    """0.4.9 rebuilt the draft MLP with `intermediate_size_mlp` for `llama4_text` (§0 #2)."""
+    from kit.config import parse_draft_config
+
+    cfg = parse_draft_config(FLAT | {"model_type": "llama4_text", "intermediate_size_mlp": 48})
+    new = {p.name: p.shape for p in engine_params(cfg, "sglang==0.4.9")}
+    old = {p.name: p.shape for p in engine_params(cfg, "sglang==0.4.8")}
+    assert new["model.midlayer.mlp.down_proj.weight"] == (32, 48)
+    assert old["model.midlayer.mlp.down_proj.weight"] == (32, 64)

@@ -81,6 +81,12 @@ FC_WIDTH: list[Row[str]] = [
     Row(VersionRange("0.5.12"), "num_aux", W + "models/llama_eagle3.py:160 (0.5.12)"),
 ]
 
+# The MLP is rebuilt with `intermediate_size_mlp` for llama4_text drafts from 0.4.9 (§0 #2).
+LLAMA4_MLP: list[Row[bool]] = [
+    Row(VersionRange("0.4.4.post2", "0.4.9"), False, W + "models/llama_eagle3.py (0.4.8)"),
+    Row(VersionRange("0.4.9"), True, W + "models/llama_eagle3.py (0.4.9; reference §0 #2)"),
+]
+
 # Optional norms in front of fc: fc_norm.{j} (≥0.5.12), input_norm (≥0.5.17) (§0 #14, #17).
 FC_NORM: list[Row[bool]] = [
     Row(VersionRange("0.4.4.post2", "0.5.12"), False, W + "models/llama_eagle3.py (0.5.11)"),
@@ -205,26 +211,27 @@ def engine_params(cfg: DraftConfig, release: EngineRelease) -> list[ParamSpec]:
     if pick(FC_BIAS, release).value == "always" or cfg.bias:
         out.append(ParamSpec("model.fc.bias", (H,), RANDOM))
     if is_mla(cfg):
-        out += _mla_layer(cfg, "model.midlayer.")
+        out += _mla_layer(cfg, release, "model.midlayer.")
     elif pick(DECODER, release).value == "midlayer":
-        out += _layer(cfg, "model.midlayer.", first=True)
+        out += _layer(cfg, release, "model.midlayer.", first=True)
     else:
         for i in range(cfg.num_hidden_layers):
-            out += _layer(cfg, f"model.layers.{i}.", first=i == 0)
+            out += _layer(cfg, release, f"model.layers.{i}.", first=i == 0)
     out.append(ParamSpec("model.norm.weight", (H,), ONES))
     if not cfg.tie_word_embeddings:
         out.append(ParamSpec("lm_head.weight", (pad64(vd), H), UNINITIALIZED, rows=vd))
     return out
 
 
-def _intermediate(cfg: DraftConfig) -> int:
-    if cfg.model_type == "llama4_text" and cfg.raw.get("intermediate_size_mlp"):
+def _intermediate(cfg: DraftConfig, release: EngineRelease) -> int:
+    llama4 = cfg.model_type == "llama4_text" and cfg.raw.get("intermediate_size_mlp")
+    if llama4 and pick(LLAMA4_MLP, release).value:
         return int(cfg.raw["intermediate_size_mlp"])
     return cfg.intermediate_size
 
 
-def _mlp(cfg: DraftConfig, p: str) -> list[ParamSpec]:
-    H, inter = cfg.hidden_size, _intermediate(cfg)
+def _mlp(cfg: DraftConfig, release: EngineRelease, p: str) -> list[ParamSpec]:
+    H, inter = cfg.hidden_size, _intermediate(cfg, release)
     return [
         ParamSpec(p + "mlp.gate_up_proj.weight", (2 * inter, H), UNINITIALIZED,
                   shards=((0, inter), (1, inter))),
@@ -232,7 +239,7 @@ def _mlp(cfg: DraftConfig, p: str) -> list[ParamSpec]:
     ]  # fmt: skip
 
 
-def _layer(cfg: DraftConfig, p: str, first: bool) -> list[ParamSpec]:
+def _layer(cfg: DraftConfig, release: EngineRelease, p: str, first: bool) -> list[ParamSpec]:
     """One Eagle3 decoder layer: layer 0 reads [embeds ‖ hidden] (2H), later layers H."""
     H, hd = cfg.hidden_size, cfg.head_dim
     q, kv = cfg.num_attention_heads * hd, cfg.num_key_value_heads * hd
@@ -244,7 +251,7 @@ def _layer(cfg: DraftConfig, p: str, first: bool) -> list[ParamSpec]:
     ]  # fmt: skip
     if cfg.raw.get("attention_bias") or cfg.bias:
         out.append(ParamSpec(p + "self_attn.o_proj.bias", (H,), UNINITIALIZED))
-    out += _mlp(cfg, p)
+    out += _mlp(cfg, release, p)
     if first:
         out.append(ParamSpec(p + "input_layernorm.weight", (H,), ONES))
     out.append(ParamSpec(p + "hidden_norm.weight", (H,), ONES))
@@ -252,7 +259,7 @@ def _layer(cfg: DraftConfig, p: str, first: bool) -> list[ParamSpec]:
     return out
 
 
-def _mla_layer(cfg: DraftConfig, p: str) -> list[ParamSpec]:
+def _mla_layer(cfg: DraftConfig, release: EngineRelease, p: str) -> list[ParamSpec]:
     """The MLA draft layer (DeepSeek-V2 attention names; shapes from the MLA config fields)."""
     r = cfg.raw
     H, nH = cfg.hidden_size, cfg.num_attention_heads
@@ -268,7 +275,7 @@ def _mla_layer(cfg: DraftConfig, p: str) -> list[ParamSpec]:
         ParamSpec(a + "kv_a_layernorm.weight", (kvl,), ONES),
         ParamSpec(a + "kv_b_proj.weight", (nH * (nope + vh), kvl), UNINITIALIZED),
         ParamSpec(a + "o_proj.weight", (H, nH * vh), UNINITIALIZED),
-        *_mlp(cfg, p),
+        *_mlp(cfg, release, p),
         ParamSpec(p + "input_layernorm.weight", (H,), ONES),
         ParamSpec(p + "hidden_norm.weight", (H,), ONES),
         ParamSpec(p + "post_attention_layernorm.weight", (H,), ONES),
