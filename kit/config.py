@@ -190,6 +190,13 @@ def _need(c: dict[str, Any], key: str, path: Path | None) -> Any:
 
 def parse_draft_config(raw: dict[str, Any], path: Path | None = None) -> DraftConfig:
     """Normalise a draft config dict; `KitError` if it is not an EAGLE-3 draft config."""
+    try:
+        return _parse_draft_config(raw, path)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+        raise KitError(f"draft config has a field of the wrong type or shape ({e})", path) from None
+
+
+def _parse_draft_config(raw: dict[str, Any], path: Path | None) -> DraftConfig:
     speculators = "speculators_model_type" in raw or "transformer_layer_config" in raw
     if speculators:
         layer = raw.get("transformer_layer_config")
@@ -289,6 +296,16 @@ _TEXT_KEYS = ("text_config", "language_config", "llm_config")
 
 
 def parse_target_config(raw: dict[str, Any], path: Path | None = None) -> TargetConfig:
+    """Normalise a target config (flat, or with a nested text config); `KitError` otherwise."""
+    try:
+        return _parse_target_config(raw, path)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+        raise KitError(
+            f"target config has a field of the wrong type or shape ({e})", path
+        ) from None
+
+
+def _parse_target_config(raw: dict[str, Any], path: Path | None) -> TargetConfig:
     arch = (raw.get("architectures") or ["unknown"])[0]
     text, text_key = raw, None
     for key in _TEXT_KEYS:

@@ -117,6 +117,24 @@ def broken_config(folder: Path) -> tuple[Path, str]:
     return folder, f"{config}: not valid JSON"
 
 
+def config_wrong_type(folder: Path) -> tuple[Path, str]:
+    """A draft config whose hidden size is a string: named, not a traceback."""
+    _good(folder)
+    config = folder / "config.json"
+    config.write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLMEagle3"],
+                "hidden_size": "thirty-two",
+                "num_attention_heads": 4,
+                "intermediate_size": 64,
+                "vocab_size": 64,
+            }
+        )
+    )
+    return folder, f"{config}: draft config has a field of the wrong type"
+
+
 class RunsCode:
     """Unpickling this calls open(marker, "w"): the marker file appears if the pickle ran."""
 
@@ -154,6 +172,7 @@ CASES: dict[str, Case] = {
     "text_named_safetensors": text_named_safetensors,
     "empty_folder": empty_folder,
     "broken_config": broken_config,
+    "config_wrong_type": config_wrong_type,
     "malicious_torch_zip": malicious_torch_zip,
     "malicious_legacy_pickle": malicious_legacy_pickle,
 }

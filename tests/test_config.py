@@ -195,3 +195,39 @@ def test_flat_target_config():
     assert (t.num_hidden_layers, t.hidden_size, t.text_config_key) == (32, 4096, None)
     with pytest.raises(KitError, match="lacks 'num_hidden_layers'"):
         parse_target_config({"architectures": ["X"], "hidden_size": 3})
+
+
+def _paths(d: dict, prefix: tuple = ()):
+    for k, v in d.items():
+        yield (*prefix, k)
+        if isinstance(v, dict):
+            yield from _paths(v, (*prefix, k))
+
+
+def test_wrong_types_anywhere_give_kit_errors(sample_dir):
+    """Seeded mutations put odd JSON values into every field of every bundled config: parsing
+    either succeeds or raises KitError; nothing else escapes."""
+    import random
+
+    rng = random.Random(0)
+    odd = [None, [], {}, "x", -1, 1.5, [1, 2, 3], True, [[1]], {"a": 1}, ["a"], [None]]
+    configs = [sample_dir / "config.json", LAYOUTS / "targets" / "kimi-k2.5-config.json"]
+    configs += [p / "config.json" for p in LAYOUTS.iterdir() if p.name != "targets"]
+    refused = 0
+    for config in configs:
+        base = json.loads(config.read_text())
+        paths = list(_paths(base))
+        for _ in range(150):
+            cfg = json.loads(json.dumps(base))
+            *parents, key = rng.choice(paths)
+            node = cfg
+            for k in parents:
+                node = node[k]
+            node[key] = rng.choice(odd)
+            for parse in (parse_draft_config, parse_target_config):
+                try:
+                    parse(cfg, config)
+                except KitError as e:
+                    refused += 1
+                    assert e.path == str(config)
+    assert refused > 0
