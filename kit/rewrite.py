@@ -125,7 +125,14 @@ def fixed_config(cfg: DraftConfig, ck: Checkpoint, release: EngineRelease) -> tu
                 raw["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": sg}
                 changes.append(
                     f"aux ids {ids} (state after k layers) -> eagle_config ids {sg} "
-                    "(output of layer k; SGLang adds 1)"
+                    "(output of layer k; SGLang adds 1"
+                    + (
+                        ""
+                        if sg[0] == 1
+                        else "; DeepSeek targets from 0.5.13 add 1 only when the first id is 1 "
+                        "(deepseek_v2.py:3466-3473 in 0.5.23): check with `python -m kit trace`"
+                    )
+                    + ")"
                 )
     elif cfg.source == "speculators" and release.below("0.10.0"):
         raw = _flat_from_speculators(raw, "LlamaForCausalLM")
