@@ -192,7 +192,7 @@ def parse_draft_config(raw: dict[str, Any], path: Path | None = None) -> DraftCo
     """Normalise a draft config dict; `KitError` if it is not an EAGLE-3 draft config."""
     try:
         return _parse_draft_config(raw, path)
-    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError) as e:
         raise KitError(f"draft config has a field of the wrong type or shape ({e})", path) from None
 
 
@@ -299,7 +299,7 @@ def parse_target_config(raw: dict[str, Any], path: Path | None = None) -> Target
     """Normalise a target config (flat, or with a nested text config); `KitError` otherwise."""
     try:
         return _parse_target_config(raw, path)
-    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError) as e:
         raise KitError(
             f"target config has a field of the wrong type or shape ({e})", path
         ) from None

@@ -210,7 +210,7 @@ def test_wrong_types_anywhere_give_kit_errors(sample_dir):
     import random
 
     rng = random.Random(0)
-    odd = [None, [], {}, "x", -1, 1.5, [1, 2, 3], True, [[1]], {"a": 1}, ["a"], [None]]
+    odd = [None, [], {}, "x", -1, 0, 1.5, [1, 2, 3], True, [[1]], {"a": 1}, ["a"], [None]]
     configs = [sample_dir / "config.json", LAYOUTS / "targets" / "kimi-k2.5-config.json"]
     configs += [p / "config.json" for p in LAYOUTS.iterdir() if p.name != "targets"]
     refused = 0
