@@ -21,6 +21,7 @@ from kit.findings import Finding, to_html
 from kit.runbook import Run, StepResult
 
 RUNS_TABLE = "table:runs compared"
+SYMPTOM_FIGURE = "fig:accept length, observed against expected"
 MAX_ROWS = 60
 
 # What each step checks, for a reader who never opens the notebooks.
@@ -93,8 +94,10 @@ def figure_html(figure: dict[str, Any]) -> str:
     return f"<div class=fig>{div}</div>"  # a wide fixed-size figure scrolls inside its card
 
 
-def _cause(f: Finding) -> str:
-    evidence = "".join(f"<li>{_e(e)}</li>" for e in f.evidence)
+def _cause(f: Finding, max_evidence: int = 8) -> str:
+    evidence = "".join(f"<li>{_e(e)}</li>" for e in f.evidence[:max_evidence])
+    if len(f.evidence) > max_evidence:
+        evidence += f"<li>… {len(f.evidence) - max_evidence} more in the step's findings</li>"
     cite = " · ".join(_e(x) for x in (f.engine, f.source) if x)
     return (
         f'<div class="cause"><h3>{_e(f.title)} <code>{_e(f.code)}</code></h3>'
@@ -102,6 +105,12 @@ def _cause(f: Finding) -> str:
         f"<ul>{evidence}</ul>"
         f"{f'<div class=fix><b>Fix:</b> {_e(f.fix)}</div>' if f.fix else ''}</div>"
     )
+
+
+def symptom_figure(run: Run) -> dict[str, Any] | None:
+    """The served accept length against the offline expectation: the symptom in one chart."""
+    step = run.step("04_acceptance_rate")
+    return step.records.get(SYMPTOM_FIGURE) if step else None
 
 
 def verdict_html(run: Run) -> str:
@@ -116,8 +125,10 @@ def verdict_html(run: Run) -> str:
     else:
         head = "<p>No findings: every check that ran passed.</p>"
     body = "".join(_cause(f) for f in causes)
+    symptom = symptom_figure(run)
+    glance = f"<h3>The symptom</h3>{figure_html(symptom)}" if symptom else ""
     others = f"<h3>Other findings</h3>{to_html(rest)}" if rest else ""
-    return f'<section class="card verdict"><h2>Verdict</h2>{head}{body}{others}</section>'
+    return f'<section class="card verdict"><h2>Verdict</h2>{head}{body}{glance}{others}</section>'
 
 
 def status_html(run: Run) -> str:

@@ -107,6 +107,15 @@ def test_runs_compared_come_from_the_acceptance_records(run):
     assert "before.log" in section and "No runs to compare" not in section
 
 
+def test_long_root_cause_evidence_is_cut_with_a_count(run):
+    many = Finding("FC_BYPASSED", Severity.CRITICAL, "fc bypassed", tuple(f"e{i}" for i in range(12)),
+                   root_cause=True)  # fmt: skip
+    run.steps[0].records["findings"].append(many.to_dict())
+    verdict = render(run).split("<h2>What ran</h2>")[0]
+    assert "<li>e7</li>" in verdict and "<li>e8</li>" not in verdict
+    assert "… 4 more in the step's findings" in verdict
+
+
 def test_long_tables_say_how_many_rows_were_left_out():
     rows = [{"key": f"k{i}"} for i in range(75)]
     out = table_html(rows, max_rows=60)
