@@ -390,40 +390,49 @@ def execute(
 
 
 class _Progress:
-    """Which notebook is running, with elapsed time; a line per finished notebook."""
+    """Which notebook is running, with elapsed time: a live display on a terminal, a line per
+    start and finish otherwise (CI logs)."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         self.tasks: dict[str, Any] = {}
+        self.live = False
 
     def __enter__(self) -> _Progress:
         if self.enabled:
             from rich.console import Console
             from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+            self.console = Console(stderr=True)
+            self.live = self.console.is_terminal
             self.progress = Progress(
                 SpinnerColumn(),
                 TextColumn("{task.description}"),
                 TimeElapsedColumn(),
-                console=Console(stderr=True),
+                console=self.console,
             )
-            self.progress.__enter__()
+            if self.live:
+                self.progress.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.enabled:
+        if self.live:
             self.progress.__exit__(*exc)
 
     def start(self, name: str) -> None:
-        if self.enabled:
+        if self.live:
             self.tasks[name] = self.progress.add_task(f"running {name}", total=1)
+        elif self.enabled:
+            self.console.print(f"running {name}", highlight=False)
 
     def finish(self, result: StepResult) -> None:
-        if self.enabled:
-            mark = "[green]ok[/]" if result.status == "ok" else "[bold red]FAILED[/]"
+        mark = "[green]ok[/]" if result.status == "ok" else "[bold red]FAILED[/]"
+        if self.live:
             self.progress.update(
                 self.tasks[result.name], description=f"{mark} {result.name}", completed=1
             )
+        elif self.enabled:
+            self.console.print(f"{mark} {result.name} ({result.seconds:.1f} s)", highlight=False)
 
 
 def run(
