@@ -180,3 +180,24 @@ def test_the_gate_passes_below_its_threshold(sample_dir, tmp_path):
     findings = json.loads((out / "findings.json").read_text())
     assert findings and all(f["severity"] != "critical" for f in findings)
     assert cli.returncode == 0, cli.stdout + cli.stderr
+
+
+def test_widgets_run_headless_without_waiting(sample_dir, tmp_path):
+    """`interactive = True` builds the widgets (filter, run selector) and still completes."""
+    from kit.runbook import Step, execute
+
+    logs = [str(p) for p in RunInputs.bundled_incident().logs]
+    steps = [
+        Step("01_key_inspection", {"draft": str(sample_dir), "interactive": True}),
+        Step("04_acceptance_rate", {"logs": logs, "baseline": None, "interactive": True}),
+    ]
+    for result in execute(steps, tmp_path, timeout=120, progress=False):
+        assert result.status == "ok", f"{result.name} failed at {result.error}"
+        nb = nbformat.read(tmp_path / result.notebook, as_version=4)
+        widget_outputs = [
+            o
+            for c in nb.cells
+            for o in c.get("outputs", [])
+            if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+        ]
+        assert widget_outputs, f"{result.name}: no widget displayed"
