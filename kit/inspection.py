@@ -1,7 +1,7 @@
 """What `python -m kit inspect` finds in a checkpoint: header facts, format, config and findings.
 
-Everything here reads headers and config.json only, except the LOOKS_UNTRAINED check, which
-reads tensor bytes and runs only when statistics are asked for.
+Everything here reads headers and config.json only, except LOOKS_UNTRAINED and D2T_INVALID,
+which read tensor bytes and run only when statistics are asked for (`stats=True`, `--stats`).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def load_config(ck: Checkpoint) -> DraftConfig | TargetConfig | None:
 
 
 def inspect_checkpoint(path: str | Path, stats: bool = False) -> InspectionReport:
-    """Open `path` header-only and check it; `stats=True` also reads bytes for LOOKS_UNTRAINED."""
+    """Open `path` header-only and check it; `stats=True` also reads bytes (untrained, d2t)."""
     ck = open_checkpoint(path)
     cfg = load_config(ck)
     draft = cfg if isinstance(cfg, DraftConfig) else None
