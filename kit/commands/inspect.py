@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stats",
         action="store_true",
-        help="also read tensor bytes: value statistics and the LOOKS_UNTRAINED check",
+        help="also read tensor bytes: value statistics, LOOKS_UNTRAINED and D2T_INVALID",
     )
     parser.add_argument(
         "--fail-on",
