@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from kit.doctor import diagnose
-from tests.conftest import DATA, ROOT
 
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "data"
 KIMI = DATA / "incident" / "kimi-k2.5"
 ORGANISM = DATA / "organism"
 LOGS = DATA / "incident" / "logs"

@@ -15,8 +15,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from kit.runbook import NOTEBOOKS, TITLES, Run, RunInputs, execute_notebook, run
-from tests.conftest import ROOT
+from kit.runbook import NOTEBOOKS, ROOT, TITLES, Run, RunInputs, execute_notebook, run
 
 pytestmark = pytest.mark.slow  # real kernels; still part of `make test`
 
