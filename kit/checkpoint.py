@@ -316,14 +316,14 @@ def _load_pickle(file: Path) -> dict:
     import pickle
     import zipfile
 
-    import torch
-
     if not zipfile.is_zipfile(file):
         raise KitError(
             "not a torch.save zip archive (a legacy or plain pickle is refused: "
             "only zip archives are read, with weights_only=True)",
             file,
         )
+    import torch
+
     try:
         obj = torch.load(str(file), map_location="cpu", weights_only=True, mmap=True)
     except pickle.UnpicklingError as e:
@@ -354,9 +354,9 @@ _TORCH_TO_ST = {
 
 
 def _open_pickle(file: Path) -> Checkpoint:
+    state = _load_pickle(file)
     import torch
 
-    state = _load_pickle(file)
     tensors = {}
     for name, t in state.items():
         if not isinstance(t, torch.Tensor):
