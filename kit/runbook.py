@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -130,7 +131,7 @@ class StepError:
     cell: int | None  # execution count, the `In [N]` a reader sees
     ename: str
     evalue: str
-    source: str = ""  # first line of the failing cell
+    source: str = ""  # the line of the cell that raised (else the cell's first line)
 
     def __str__(self) -> str:
         where = f"cell In [{self.cell}]" if self.cell is not None else "before any cell ran"
@@ -328,12 +329,26 @@ def execute_notebook(
             extra_arguments=["--IPKernelApp.log_level=ERROR"],
         )
     except PapermillExecutionError as e:
-        first = next((ln for ln in e.source.splitlines() if ln.strip()), "")
-        return StepError(e.exec_count, e.ename, e.evalue, first.strip()[:80])
+        return StepError(e.exec_count, e.ename, e.evalue, failing_line(e.source, e.traceback))
     except Exception as e:  # a timeout, a dead kernel: still one step's failure, not the run's
         lines = str(e).strip().splitlines()
         return StepError(None, type(e).__name__, lines[-1] if lines else "")
     return None
+
+
+_CELL_FRAME = re.compile(r"Cell In\[\d+\], line (\d+)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def failing_line(source: str, traceback: list[str]) -> str:
+    """The cell's line that raised, from IPython's `Cell In[N], line L` frame (the first line of
+    the cell when the traceback names none)."""
+    lines = source.splitlines()
+    for frame in traceback:
+        m = _CELL_FRAME.search(_ANSI.sub("", frame))
+        if m and 0 < int(m.group(1)) <= len(lines):
+            return lines[int(m.group(1)) - 1].strip()[:80]
+    return next((ln.strip() for ln in lines if ln.strip()), "")[:80]
 
 
 def execute(

@@ -47,7 +47,7 @@ def executed(tmp_path_factory):
     )  # fmt: skip
     write_notebook(
         src, "02_load_weights_simulation", "path = None",
-        "y = 2\n---\nopen(path).read()\n---\nrecord('never', True)",
+        "y = 2\n---\nz = 1\nopen(path).read()\n---\nrecord('never', True)",
     )  # fmt: skip
     write_notebook(src, "04_acceptance_rate", "expected = None", "record('got', expected)")
     steps = [
@@ -84,7 +84,7 @@ def test_a_failure_names_the_cell_and_the_error_and_the_others_still_run(execute
     assert "no/such/file.log" in failed.error.evalue
     # In [5]: parameters, injected parameters, import, `y = 2`, then the failing cell
     assert failed.error.cell == 5
-    assert "open(path).read()" in str(failed.error)
+    assert failed.error.source == "open(path).read()"  # the line that raised, not the first
     assert "never" not in failed.records  # later cells did not run
     assert (out / "02_load_weights_simulation.ipynb").is_file()  # the traceback is kept
     assert [r.status for r in results] == ["ok", "failed", "ok"]
