@@ -146,7 +146,8 @@ def facts_of(ck: Checkpoint, cfg: DraftConfig | None) -> Facts:
     )
 
 
-Claim = tuple[str, Callable[[Facts], bool]]
+# A claim's test says True / False, or None when it needs a config.json and there is none.
+Claim = tuple[str, Callable[[Facts], bool | None]]
 
 
 @dataclass(frozen=True)
@@ -156,8 +157,12 @@ class TrainerFormat:
     claims: tuple[Claim, ...]
 
 
+def _from_config(text: str, test: Callable[[Facts], bool]) -> Claim:
+    return (text, lambda f: None if f.config_source is None else test(f))
+
+
 def _arch(*names: str) -> Claim:
-    return (f"architectures = {' | '.join(names)}", lambda f: f.architecture in names)
+    return _from_config(f"architectures = {' | '.join(names)}", lambda f: f.architecture in names)
 
 
 def _layout(*layouts: str) -> Claim:
@@ -172,16 +177,14 @@ _EMBED = ("embed_tokens present", lambda f: f.has("embed_tokens.weight"))
 _NO_EMBED = ("no embed_tokens (shared with the target)", lambda f: not f.has("embed_tokens.weight"))
 _D2T_T2D = ("d2t and t2d both saved", lambda f: f.has("d2t") and f.has("t2d"))
 _NO_T2D = ("no t2d", lambda f: not f.has("t2d"))
-_NESTED = (
-    "speculators config (transformer_layer_config)",
-    lambda f: f.config_source == "speculators",
+_NESTED = _from_config(
+    "speculators config (transformer_layer_config)", lambda f: f.config_source == "speculators"
 )
-_FLAT = ("flat LlamaConfig", lambda f: f.config_source == "flat")
-_MODELOPT_EAGLE = (
-    "eagle_config has ModelOpt fields",
-    lambda f: bool(f.eagle_fields & MODELOPT_EAGLE_FIELDS),
+_FLAT = _from_config("flat LlamaConfig", lambda f: f.config_source == "flat")
+_MODELOPT_EAGLE = _from_config(
+    "eagle_config has ModelOpt fields", lambda f: bool(f.eagle_fields & MODELOPT_EAGLE_FIELDS)
 )
-_NOT_MODELOPT_EAGLE = (
+_NOT_MODELOPT_EAGLE = _from_config(
     "eagle_config without ModelOpt fields",
     lambda f: not (f.eagle_fields & MODELOPT_EAGLE_FIELDS),
 )
@@ -271,12 +274,14 @@ class FormatGuess:
 
 
 def detect_format(ck: Checkpoint, cfg: DraftConfig | None = None) -> FormatGuess:
-    """Which trainer wrote `ck`; evidence lists the claims that held and, marked, those that did not."""
+    """Which trainer wrote `ck`. Evidence lists the claims that held, then marked ones that did
+    not (`NOT:`) or could not be checked without a config (`UNKNOWN:`); confidence is the share
+    that held."""
     facts = facts_of(ck, cfg)
-    best: tuple[float, int, TrainerFormat, list[bool]] | None = None
+    best: tuple[float, int, TrainerFormat, list[bool | None]] | None = None
     for i, fmt in enumerate(TRAINER_FORMATS):
         held = [test(facts) for _, test in fmt.claims]
-        score = sum(held) / len(held)
+        score = sum(h is True for h in held) / len(held)
         if best is None or (score, -i) > (best[0], -best[1]):
             best = (score, i, fmt, held)
     assert best is not None
@@ -284,9 +289,8 @@ def detect_format(ck: Checkpoint, cfg: DraftConfig | None = None) -> FormatGuess
     layout_note = f"layout: {facts.layout or 'no decoder-layer keys'}" + (
         f" (layers {list(facts.layers)})" if facts.layers else ""
     )
-    if score < 0.5 or (not held[0] and facts.layout is None):
+    if score < 0.5 or (held[0] is not True and facts.layout is None):
         return FormatGuess("unknown", facts.layout, [layout_note, "no trainer's signature fits"])
-    evidence = [
-        claim if ok else f"NOT: {claim}" for (claim, _), ok in zip(fmt.claims, held, strict=True)
-    ]
+    mark = {True: "", False: "NOT: ", None: "UNKNOWN (no config.json): "}
+    evidence = [mark[ok] + claim for (claim, _), ok in zip(fmt.claims, held, strict=True)]
     return FormatGuess(fmt.name, facts.layout, [*evidence, layout_note], score, fmt.description)

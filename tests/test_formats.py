@@ -71,8 +71,9 @@ def test_without_config_keys_still_decide(tmp_path):
     ck = open_checkpoint(LAYOUTS / "modelopt-midlayer")
     guess = detect_format(ck, None)
     assert guess.layout == MIDLAYER_INDEXED and guess.name == "modelopt-midlayer"
-    assert "NOT: architectures = Eagle3DeepseekV2ForCausalLM | LlamaForCausalLMEagle3" in (
-        guess.evidence
+    assert (
+        "UNKNOWN (no config.json): architectures = Eagle3DeepseekV2ForCausalLM | LlamaForCausalLMEagle3"
+        in (guess.evidence)
     )
 
 

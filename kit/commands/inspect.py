@@ -94,7 +94,8 @@ def _print_text(report) -> None:
         + (f": {fmt.description}" if fmt.description else "")
     )
     for e in fmt.evidence:
-        console.print(f"  {'[red]✗[/]' if e.startswith('NOT: ') else '[green]✓[/]'} {e}")
+        mark = "[red]✗[/]" if e.startswith("NOT: ") else "[green]✓[/]"
+        console.print(f"  {'[yellow]?[/]' if e.startswith('UNKNOWN') else mark} {e}")
 
     modules: dict[str, list] = {}
     for t in ck.tensors.values():
