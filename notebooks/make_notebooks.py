@@ -18,13 +18,17 @@ import nbformat
 HERE = Path(__file__).resolve().parent
 
 
-def setup(imports: str = "", torch: bool = False) -> nbformat.NotebookNode:
+def setup(imports: str = "", torch: bool = False, tables: bool = True) -> nbformat.NotebookNode:
     """The first code cell: the kit's imports (and one torch thread where torch does the work)."""
     head = "import os\n\n" + ("import torch\n" if torch else "")
+    tables_import = (
+        "from kit.findings import to_html\nfrom kit.postmortem import table_html\n"
+        if tables
+        else ""
+    )
     tail = "\ntorch.set_num_threads(1)  # parallel kernels share the cores" if torch else ""
     return code(
-        f"{head}from IPython.display import HTML, display\n\n"
-        "from kit.findings import render_text, to_html\nfrom kit.postmortem import table_html\n"
+        f"{head}from IPython.display import HTML, display\n\n{tables_import}"
         f"from kit.record import record\nfrom kit.runbook import ROOT\n{imports}\n\n"
         "os.chdir(ROOT)  # paths in the parameters are relative to the repo root, as in headless runs"
         f"{tail}"
@@ -240,6 +244,8 @@ record("table:across releases", matrix)"""),
 if interactive:
     import ipywidgets as widgets
 
+    from kit.findings import render_text
+
     @widgets.interact(release=widgets.Dropdown(options=[str(r) for r in releases], value=engine))
     def show_release(release):
         print(render_text(simulate_load(ck, cfg, release).findings, title=release))"""),
@@ -312,6 +318,7 @@ record("fig:data path with aux capture on", fig)"""),
 if interactive:
     import ipywidgets as widgets
     from kit.engines import all_releases, parse_engine
+    from kit.findings import render_text
 
     releases = [str(r) for r in all_releases(parse_engine(engine).name)]
 
@@ -497,7 +504,7 @@ the records inside the executed notebooks, and shows the verdict: the root cause
 its evidence and its fix, then what ran and what did not.
 """),
     params('run_dir = "runs/demo"  # a folder written by `python -m kit run`'),
-    setup("from kit import postmortem\nfrom kit.runbook import load_run"),
+    setup("from kit import postmortem\nfrom kit.runbook import load_run", tables=False),
     code("""
 run = load_run(run_dir)
 findings = run.findings
@@ -548,15 +555,18 @@ def build(name: str, cells: list[nbformat.NotebookNode]) -> nbformat.NotebookNod
     return nb
 
 
-def main() -> None:
+def main(out: Path = HERE) -> list[Path]:
+    """Write every notebook into `out`, formatted by the repo's own ruff settings."""
     paths = []
     for name, cells in NOTEBOOKS.items():
-        paths.append(HERE / f"{name}.ipynb")
+        paths.append(out / f"{name}.ipynb")
         nbformat.write(build(name, cells), paths[-1])
-    # the repo's formatter owns code style inside notebooks too
     files = [str(p) for p in paths]
-    subprocess.run([sys.executable, "-m", "ruff", "check", "--fix", "--quiet", *files], check=False)
-    subprocess.run([sys.executable, "-m", "ruff", "format", "--quiet", *files], check=True)
+    ruff = [sys.executable, "-m", "ruff"]
+    config = ["--config", str(HERE.parent / "pyproject.toml")]
+    subprocess.run([*ruff, "check", "--fix", "--quiet", *config, *files], check=False)
+    subprocess.run([*ruff, "format", "--quiet", *config, *files], check=True)
+    return paths
 
 
 if __name__ == "__main__":

@@ -51,6 +51,17 @@ def test_one_parameters_cell_with_interactive_off(path):
             assert cell.source.startswith("if interactive:"), f"{path.name}: widgets outside"
 
 
+def test_committed_notebooks_are_what_the_build_script_writes(tmp_path):
+    """`make_notebooks.py` is the reviewable source: the committed files must not drift from it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_notebooks", NOTEBOOKS / "make_notebooks.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    for path in build.main(tmp_path):
+        assert path.read_bytes() == (NOTEBOOKS / path.name).read_bytes(), f"{path.name} drifted"
+
+
 def ok(result: Run, name: str):
     step = result.step(name)
     assert step is not None, f"{name} was not part of the run"
