@@ -21,6 +21,7 @@ from kit.findings import Finding, to_html
 from kit.runbook import Run, StepResult
 
 RUNS_TABLE = "table:runs compared"
+FIXES_TABLE = "table:before against after"
 SYMPTOM_FIGURE = "fig:accept length, observed against expected"
 MAX_ROWS = 60
 
@@ -165,7 +166,7 @@ def step_html(step: StepResult) -> str:
         if name.startswith("fig:"):
             parts.append(f"<h3>{_e(name[4:])}</h3>{figure_html(value)}")
     for name, value in step.records.items():
-        if name.startswith("table:") and name != RUNS_TABLE:
+        if name.startswith("table:") and name not in (RUNS_TABLE, FIXES_TABLE):
             parts.append(f"<h3>{_e(name[6:])}</h3>{table_html(value)}")
     if step.status == "ok":
         parts.append(f"<h3>Findings of this step</h3>{to_html(step.findings)}")
@@ -180,6 +181,8 @@ def runs_html(run: Run) -> str:
         body = f"<p class=missing>No runs to compare: {_e(why or 'the step recorded none')}.</p>"
     else:
         body = table_html(step.records[RUNS_TABLE])
+        if step.records.get(FIXES_TABLE):
+            body += f"<h3>Before against after each fix</h3>{table_html(step.records[FIXES_TABLE])}"
     return f'<section class="card"><h2>The runs compared</h2>{body}</section>'
 
 

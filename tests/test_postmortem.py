@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 import pytest
 
 from kit.findings import Finding, Severity
-from kit.postmortem import RUNS_TABLE, render, table_html, write
+from kit.postmortem import FIXES_TABLE, RUNS_TABLE, render, table_html, write
 from kit.record import to_jsonable
 from kit.runbook import Run, StepError, StepResult
 
@@ -100,11 +100,15 @@ def test_runs_compared_come_from_the_acceptance_records(run):
     run.steps[1] = StepResult(
         "04_acceptance_rate",
         "ok",
-        records={RUNS_TABLE: [{"run": "before.log", "accept len": 1.0}]},
+        records={
+            RUNS_TABLE: [{"run": "before.log", "accept len": 1.0}],
+            FIXES_TABLE: [{"before": "before.log", "after": "after-rename.log"}],
+        },
     )
     page = render(run)
     section = page[page.index("<h2>The runs compared</h2>") :]
     assert "before.log" in section and "No runs to compare" not in section
+    assert "after-rename.log" in section and page.count("after-rename.log") == 1
 
 
 def test_long_root_cause_evidence_is_cut_with_a_count(run):
