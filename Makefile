@@ -26,8 +26,9 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# JupyterLab rooted at the repo (data/ and runs/ reachable), the kit importable from the venv.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. notebooks/01_key_inspection.ipynb
 
 bench: $(STAMP)
 	$(PY) -m bench
