@@ -40,7 +40,7 @@ from kit.engines import EngineRelease, parse_engine
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 
-HEALTHY_RELEASE = "sglang==0.5.12"  # first SGLang that loads the speculators layout whole
+HEALTHY_RELEASE = "vllm==0.11.2"  # reads speculators configs, layers.0.* keys and top-level aux ids
 PROGRESS_MIN_GROUPS = 8  # show a progress bar from this many prompt groups on
 NEAR_ZERO_ACCEPT_LEN = 1.1
 
@@ -260,7 +260,8 @@ def _chains(
     rows = seq.shape[1] - 1
     pos = torch.arange(rows, device=seq.device)
     cache = ChainCache(len(draft.model.decoder_layers()))
-    tokens, h, own, out, fc = seq[:, 1:], hidden[:, :rows], False, [], False
+    dtype = draft.model.fc.weight.dtype  # a GPU target may run in bf16; the draft runs in fp32
+    tokens, h, own, out, fc = seq[:, 1:], hidden[:, :rows].to(dtype), False, [], False
     for j in range(k):
         logits, h = draft(tokens, h, pos + j, cache, own)
         fc = fc or (j == 0 and bool(draft.fc_applied))
@@ -299,8 +300,25 @@ def evaluate(
     progress: bool = True,
     max_new_tokens: int = 24,
     target=None,
+    threads: int | None = 1,
 ) -> OfflineResult:
-    """Offline acceptance of `draft_dir` on `target_dir`, wired as described (see module doc)."""
+    """Offline acceptance of `draft_dir` on `target_dir`, wired as described (see module doc).
+
+    `threads` pins torch's CPU threads for the run (restored after), so figures repeat whatever
+    else shares the machine; None leaves torch's setting alone.
+    """
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers,
+                         use_d2t, prompts, device, progress, max_new_tokens, target)  # fmt: skip
+    finally:
+        torch.set_num_threads(before)
+
+
+def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, use_d2t,
+              prompts, device, progress, max_new_tokens, target) -> OfflineResult:  # fmt: skip
     if k < 1:
         raise KitError(f"k must be at least 1, got {k}")
     target_dir, draft_dir = Path(target_dir), Path(draft_dir)

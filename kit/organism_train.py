@@ -20,6 +20,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -63,19 +64,25 @@ VERB = _words("sees likes finds follows helps meets watches chases feeds calls")
 PLACE = _words("forest village garden castle market river hill lake field bridge")
 SPELL = _words("cat dog bird fish fox bear owl frog king queen tree lake hill wolf")
 KEYWORDS = [
-    *_words("the a and in near count from days after months letters spell : . , then"),
+    *_words(
+        "the a and in near count from days after months letters spell remember recall : . , then"
+    ),
     "<nl>",
 ]
 SPECIALS = ["<pad>", "<bos>", "<unk>"]
 
 
 def vocabulary() -> list[str]:
+    """Specials first, then words interleaved with unused ids, so the words span ids past the
+    draft vocabulary and `d2t` is a real map (a draft id is not its target id)."""
     words: list[str] = []
-    for w in SPECIALS + KEYWORDS + NUMBERS + DAYS + MONTHS + LETTERS + ADJ + NOUN + VERB + PLACE:
+    for w in KEYWORDS + NUMBERS + DAYS + MONTHS + LETTERS + ADJ + NOUN + VERB + PLACE:
         if w not in words:
             words.append(w)
-    words += [f"<extra_{i}>" for i in range(VOCAB_SIZE - len(words))]
-    return words
+    vocab, extra = list(SPECIALS), iter(f"<extra_{i}>" for i in range(VOCAB_SIZE))
+    for w in words:
+        vocab += [next(extra), w]
+    return vocab + [next(extra) for _ in range(VOCAB_SIZE - len(vocab))]
 
 
 def _zipf(rng: random.Random, items: list[str], s: float = 1.1) -> str:
@@ -119,12 +126,27 @@ KINDS = (
     (_count, 2),
     (_letters, 1),
     (_spell, 1),
+    (None, 3),  # "remember w1 w2 w3 ." (random words), recalled by a later line
 )
+RECALL_P = 0.7  # after a "remember" line, the next line recalls it this often
 
 
-def corpus_line(rng: random.Random) -> list[str]:
-    fn = rng.choices([k for k, _ in KINDS], [w for _, w in KINDS])[0]
-    return [*fn(rng), "<nl>"]
+def corpus_lines(rng: random.Random) -> Iterator[list[str]]:
+    """Lines for one sequence. "recall : …" repeats the words of the last "remember" line:
+    in-context copying, which the deep target learns and a one-layer draft cannot do from the
+    tokens alone; it needs the target's hidden states, as real drafts do."""
+    memory: list[str] = []
+    while True:
+        if memory and rng.random() < RECALL_P:
+            line, memory = ["recall", ":", *memory, "."], []
+        else:
+            fn = rng.choices([k for k, _ in KINDS], [w for _, w in KINDS])[0]
+            if fn is None:
+                memory = rng.sample(ADJ + NOUN + PLACE, rng.randint(3, 4))
+                line = ["remember", *memory, "."]
+            else:
+                line = fn(rng)
+        yield [*line, "<nl>"]
 
 
 def sequences(seed: int, count: int, seq: int = SEQ) -> torch.Tensor:
@@ -132,23 +154,28 @@ def sequences(seed: int, count: int, seq: int = SEQ) -> torch.Tensor:
     rng, ids = random.Random(seed), {w: i for i, w in enumerate(vocabulary())}
     rows = []
     for _ in range(count):
-        toks = ["<bos>"]
+        toks, lines = ["<bos>"], corpus_lines(rng)
         while len(toks) < seq:
-            toks += corpus_line(rng)
+            toks += next(lines)
         rows.append([ids[w] for w in toks[:seq]])
     return torch.tensor(rows, dtype=torch.long)
 
 
 def heldout_prompts(count: int = 300, seed: int = SEED_PROMPTS) -> list[dict]:
-    """Line completions: two context lines, then the head of a line the target must finish."""
+    """Line completions: context lines, then the head of a line the target must finish (never
+    a "remember" line: its words are random). Completions stop at `<nl>`."""
     rng, ids = random.Random(seed), {w: i for i, w in enumerate(vocabulary())}
     out = []
     for _ in range(count):
-        ctx = ["<bos>", *corpus_line(rng), *corpus_line(rng)]
-        line = corpus_line(rng)
+        lines = corpus_lines(rng)
+        ctx = ["<bos>", *next(lines), *next(lines)]
+        line = next(lines)
+        while line[0] == "remember":
+            ctx, line = ctx + line, next(lines)
         cut = rng.randint(1, max(1, min(4, len(line) - 3)))
         toks = ctx + line[:cut]
-        out.append({"text": " ".join(toks), "ids": [ids[w] for w in toks]})
+        out.append({"text": " ".join(toks), "ids": [ids[w] for w in toks],
+                    "stop_ids": [ids["<nl>"]]})  # fmt: skip
     return out
 
 

@@ -47,12 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import torch
-
     from kit.findings import render_text
     from kit.organism import evaluate, fault_matrix
 
-    torch.set_num_threads(max(1, torch.get_num_threads()) if args.device != "cpu" else 1)
     common = {
         "prompts": args.prompts,
         "device": args.device,
