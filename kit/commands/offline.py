@@ -64,11 +64,11 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"matrix": [r.to_dict() for r in rows]}, indent=2))
         else:
-            print(f"{'wiring':48} {'accept len':>10} {'step-0':>7}  per position")
+            print(f"{'wiring':56} {'accept len':>10} {'step-0':>7}  per position")
             for r in rows:
                 res = r.result
                 pos = " ".join(f"{p:.2f}" for p in res.per_position)
-                print(f"{r.label:48} {res.accept_len:10.3f} {res.step0_accuracy:7.3f}  {pos}")
+                print(f"{r.label:56} {res.accept_len:10.3f} {res.step0_accuracy:7.3f}  {pos}")
         return 0
     result = evaluate(
         args.target,
