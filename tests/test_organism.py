@@ -156,3 +156,12 @@ def test_cli_bad_target_is_one_line(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:")
+
+
+def test_committed_prompts_are_what_the_training_script_writes():
+    """The held-out prompts come from the script's seeded corpus, never from a training seed."""
+    from kit.organism_train import SEED_PROMPTS, SEED_TRAIN, heldout_prompts
+
+    assert SEED_PROMPTS not in (SEED_TRAIN, SEED_TRAIN + 1)
+    lines = [json.loads(line) for line in PROMPTS.read_text().splitlines()]
+    assert lines == heldout_prompts()
