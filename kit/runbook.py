@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 DATA = ROOT / "data"
 SUMMARY_NAME = "run.json"
-# Offline acceptance of the bundled incident on its first 60 held-out prompts (of 300), so the
+# Offline acceptance of the bundled incident on its first 40 held-out prompts (of 300), so the
 # whole run stays under a minute on 2 cores; `--num-prompts 300` measures on all of them.
-DEMO_PROMPTS = 60
+DEMO_PROMPTS = 40
 
 # Steps of a run, in reading order, with the title the summary and the postmortem use.
 TITLES = {
