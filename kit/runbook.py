@@ -465,6 +465,8 @@ def run(
         inputs = inputs.with_bundled_incident()
     t0 = time.perf_counter()
     steps, skipped = plan(inputs)
+    for step in skipped:  # an earlier run's notebook must not pass for this run's
+        (out_dir / f"{step.name}.ipynb").unlink(missing_ok=True)
     results = execute(steps, out_dir, timeout=timeout, workers=workers, progress=progress)
     order = list(TITLES)
     all_steps = sorted([*results, *skipped], key=lambda s: order.index(s.name))

@@ -185,11 +185,14 @@ def test_a_missing_input_fails_its_notebook_only(sample_dir, tmp_path):
 
 def test_the_gate_passes_below_its_threshold(sample_dir, tmp_path):
     out = tmp_path / "run"
+    out.mkdir()
+    (out / "05_offline_acceptance.ipynb").write_text("{}")  # left by an earlier run
     cli = _cli("--draft", str(sample_dir), "--engine", "sglang==0.5.12", "--out", str(out),
                "--fail-on", "critical")  # fmt: skip
     findings = json.loads((out / "findings.json").read_text())
     assert findings and all(f["severity"] != "critical" for f in findings)
     assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert not (out / "05_offline_acceptance.ipynb").exists()  # skipped now: stale copy gone
 
 
 def test_widgets_run_headless_without_waiting(sample_dir, tmp_path):
