@@ -15,6 +15,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draft", type=Path, help="draft checkpoint folder")
     p.add_argument("--target", type=Path, help="transformers target folder (offline acceptance)")
     p.add_argument("--target-config", type=Path, help="target config.json (tracing)")
+    p.add_argument("--draft-config", type=Path, help="draft config to trace (default: the draft's)")
     p.add_argument("--engine", default="sglang==0.5.10", help="engine release, e.g. vllm==0.11.0")
     p.add_argument("--log", dest="logs", type=Path, nargs="+", default=[], help="server logs")
     p.add_argument("--baseline-log", type=Path, help="server log of a run without speculation")
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         draft=args.draft,
         target=args.target,
         target_config=args.target_config,
+        trace_draft=args.draft_config,
         engine=args.engine,
         logs=list(args.logs),
         baseline_log=args.baseline_log,
