@@ -89,7 +89,7 @@ class RunInputs:
             draft=DATA / "organism" / "draft",
             target=DATA / "organism" / "target",
             target_config=DATA / "incident" / "kimi-k2.5" / "target",
-            trace_draft=DATA / "incident" / "kimi-k2.5" / "draft",
+            trace_draft=self.trace_draft or DATA / "incident" / "kimi-k2.5" / "draft",
             logs=[logs / f"{n}.log" for n in ("before", "after-rename", "after-both-fixes")],
             baseline_log=logs / "baseline-no-spec.log",
             aux_capture=False if self.aux_capture is None else self.aux_capture,
