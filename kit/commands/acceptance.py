@@ -63,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
             out["comparisons"] = [c.to_dict() for c in comparisons]
         print(dumps(out))
         return 0
-    from rich.console import Console
+    from kit.console import make_console
 
-    console = Console()
+    console = make_console()
     console.print(_runs_table(report.to_dict()["runs"]))
     for c in comparisons:
         report.findings.extend(c.findings)

@@ -60,10 +60,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(plan, result: dict) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from kit.console import make_console
+
+    console = make_console()
     if not plan.changes_anything:
         console.print(f"[green]Nothing to fix: every tensor already loads in {plan.engine}.[/]")
         return

@@ -75,14 +75,14 @@ def _human(n: int) -> str:
 
 
 def _print_text(report) -> None:
-    from rich.console import Console
     from rich.tree import Tree
 
     from kit.checkpoint import total_bytes
     from kit.config import DraftConfig
+    from kit.console import make_console
     from kit.findings import render_table
 
-    console = Console()
+    console = make_console()
     ck = report.checkpoint
     console.print(
         f"[bold]{report.path}[/]  {ck.kind}, {len(ck.files)} file(s), "

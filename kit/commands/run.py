@@ -44,8 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
+    from kit.console import make_console
     from kit.engines import parse_engine
     from kit.errors import KitError
     from kit.findings import Severity, render_table
@@ -72,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_notebooks(
         inputs, args.out, timeout=args.timeout, workers=args.workers, progress=not args.quiet
     )
-    console = Console()
+    console = make_console()
     console.print(render_table(result.findings, title="Findings, root causes first"))
     for step in result.steps:
         style = {"ok": "green", "failed": "bold red", "skipped": "yellow"}[step.status]

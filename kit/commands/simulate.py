@@ -122,12 +122,12 @@ _COLOR = {
 
 
 def _print_report(report) -> None:
-    from rich.console import Console
     from rich.table import Table
 
+    from kit.console import make_console
     from kit.findings import render_table
 
-    console = Console()
+    console = make_console()
     keys = Table(title=f"Checkpoint keys in {report.engine}")
     for col in ("key", "outcome", "engine parameter", "shard", "message"):
         keys.add_column(col)
@@ -153,8 +153,9 @@ def _print_report(report) -> None:
 
 
 def _print_matrix(engine: str, rows: list[MatrixRow]) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from kit.console import make_console
 
     table = Table(title=f"{engine}: what each release does with this checkpoint", show_lines=True)
     for col in ("releases", "outcome", "detail", "config.json as written"):
@@ -165,7 +166,7 @@ def _print_matrix(engine: str, rows: list[MatrixRow]) -> None:
         color = {"loads fully": "green", "crashes": "bold red"}.get(r.outcome, "yellow")
         config = f"refused [{reasons.index(r.config) + 1}]" if r.config else "accepted"
         table.add_row(span, f"[{color}]{r.outcome}[/]", r.detail, config)
-    console = Console()
+    console = make_console()
     console.print(table)
     for i, reason in enumerate(reasons, 1):
         console.print(

@@ -107,13 +107,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_text(report) -> None:
-    from rich.console import Console
     from rich.table import Table
 
+    from kit.console import make_console
     from kit.findings import render_table
 
     c = report.capture
-    console = Console()
+    console = make_console()
     console.print(
         f"[bold]{c.engine}[/] target {c.target_class}: {c.num_target_layers} layers, "
         f"hidden {c.target_hidden}; draft hidden {c.draft_hidden}, "
