@@ -216,7 +216,12 @@ class Run:
 
 
 def _s(p: Path | None) -> str | None:
-    return None if p is None else str(Path(p).resolve())
+    """A path as the kernel (cwd = the repository root) should see it: relative when it lies in
+    the repository, so evidence in the postmortem reads `data/…` rather than a machine path."""
+    if p is None:
+        return None
+    resolved = Path(p).resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(resolved)
 
 
 def plan(inputs: RunInputs) -> tuple[list[Step], list[StepResult]]:

@@ -17,7 +17,7 @@ import torch
 
 from kit.findings import Finding, Severity
 from kit.record import MIME, read_records, to_jsonable
-from kit.runbook import RunInputs, Step, execute, load_run, plan
+from kit.runbook import ROOT, RunInputs, Step, execute, load_run, plan
 
 pytestmark = pytest.mark.slow  # real kernels; still part of `make test`
 
@@ -115,10 +115,17 @@ def test_plan_of_the_bundled_incident_runs_every_step():
     assert acceptance.needs == {
         "expected_accept_len": ("05_offline_acceptance", "expected_accept_len")
     }
-    for step in steps:  # paths reach the kernel absolute, whatever the caller's cwd
-        for key in ("draft", "target", "target_config"):
+    for step in steps:  # the kernel runs in the repository root: paths resolve from there,
+        for key in ("draft", "target", "target_config"):  # and bundled ones stay relative
             if step.params.get(key):
-                assert Path(step.params[key]).is_absolute()
+                assert not Path(step.params[key]).is_absolute()
+                assert (ROOT / step.params[key]).exists()
+
+
+def test_paths_outside_the_repository_reach_the_kernel_absolute(tmp_path, sample_dir, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    steps, _ = plan(RunInputs(draft=Path("..") / tmp_path.name / "nowhere", engine=None))
+    assert Path(steps[0].params["draft"]).is_absolute()
 
 
 def test_plan_skips_what_the_inputs_do_not_allow(sample_dir):
