@@ -105,3 +105,14 @@ def test_offline_acceptance_sets_the_expectation_the_logs_are_judged_against():
     assert healthy > 3.0 > 1.1 > report.facts["offline_accept_len_as_deployed"]
     below = [f for f in report.findings if f.code == "BELOW_EXPECTED_ACCEPT_LEN"]
     assert below and f"{healthy:.2f}" in below[0].title
+
+
+def test_cli_fail_on_gates_the_exit_code(sample_dir):
+    """A team shipping drafts gates CI on the verdict: critical root causes fail the job."""
+    args = ("--draft", str(sample_dir), "--engine", "sglang==0.5.10", "--json")
+    assert _cli(*args).returncode == 0
+    assert _cli(*args, "--fail-on", "critical").returncode == 1
+    healthy = ("--draft", str(sample_dir), "--engine", "sglang==0.5.12", "--fail-on", "critical")
+    assert _cli(*healthy).returncode == 0
+    bad = _cli(*args, "--fail-on", "fatal")
+    assert bad.returncode == 2 and "unknown severity" in bad.stderr

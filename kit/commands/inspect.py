@@ -6,6 +6,8 @@ import argparse
 import re
 import sys
 
+from kit.commands._common import add_fail_on, gate
+
 HELP = "Read a draft checkpoint's headers and config: format, tensors by module, findings."
 
 # Show every tensor up to this many; beyond it (a full target) one line per module.
@@ -24,21 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also read tensor bytes: value statistics, LOOKS_UNTRAINED and D2T_INVALID",
     )
-    parser.add_argument(
-        "--fail-on",
-        metavar="SEVERITY",
-        type=_severity,
-        help="exit 1 when a finding is at least this severe (info, warning, error, critical)",
-    )
-
-
-def _severity(text: str):
-    from kit.findings import Severity
-
-    try:
-        return Severity.parse(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+    add_fail_on(parser)
 
 
 def module_of(name: str) -> str:
@@ -52,17 +40,15 @@ def module_of(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kit.findings import dumps, worst
+    from kit.findings import dumps
     from kit.inspection import inspect_checkpoint
 
-    threshold = args.fail_on
     report = inspect_checkpoint(args.path, stats=args.stats)
     if args.json:
         sys.stdout.write(dumps(report.to_dict()) + "\n")
     else:
         _print_text(report)
-    gate = worst(report.findings)
-    return 1 if threshold is not None and gate is not None and gate >= threshold else 0
+    return gate(report.findings, args.fail_on)
 
 
 def _human(n: int) -> str:

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from kit.commands._common import add_fail_on, gate
+
 HELP = (
     "Trace the target -> draft hand-over for an engine release: captured layers, hidden width, "
     "the fc gate, and every draft hook's shape (meta device: full scale, no memory)."
@@ -47,11 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokens", type=int, default=8, help="tokens in the traced batch")
     parser.add_argument("--html", metavar="PATH", help="also write the data-path figure here")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument(
-        "--fail-on",
-        metavar="SEVERITY",
-        help="exit 1 when a finding is at least this severe (info, warning, error, critical)",
-    )
+    add_fail_on(parser)
 
 
 def _draft_config(path: str):
@@ -74,10 +72,9 @@ def run(args: argparse.Namespace) -> int:
 
     from kit.config import load_target_config
     from kit.errors import KitError
-    from kit.findings import Severity, dumps, worst
+    from kit.findings import dumps
     from kit.trace import trace_draft
 
-    threshold = Severity.parse(args.fail_on) if args.fail_on else None
     if args.tokens < 1:
         raise KitError(f"--tokens must be at least 1, not {args.tokens}")
     draft = _draft_config(args.draft)
@@ -102,8 +99,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(dumps(report.to_dict()) + "\n")
     else:
         _print_text(report)
-    gate = worst(report.findings)
-    return 1 if threshold is not None and gate is not None and gate >= threshold else 0
+    return gate(report.findings, args.fail_on)
 
 
 def _print_text(report) -> None:

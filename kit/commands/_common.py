@@ -1,0 +1,58 @@
+"""Arguments several commands share, spelled, parsed and gated in one place."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from pathlib import Path
+
+from kit.findings import Finding, Severity
+
+
+def severity(text: str) -> Severity:
+    """argparse type for `--fail-on`: a bad name is a usage error (exit 2), not a traceback."""
+    try:
+        return Severity.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_fail_on(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--fail-on",
+        metavar="SEVERITY",
+        type=severity,
+        help="exit 1 when a finding is at least this severe (info, warning, error, critical)",
+    )
+
+
+def gate(findings: Iterable[Finding], threshold: Severity | None) -> int:
+    """The exit code of a CI gate: 1 when a finding reaches the threshold."""
+    if threshold is None:
+        return 0
+    return int(any(f.severity >= threshold for f in findings))
+
+
+def add_deployment_arguments(p: argparse.ArgumentParser, *, draft_required: bool) -> None:
+    """What describes a deployment: the draft, the target, the engine release, the logs."""
+    p.add_argument(
+        "--draft", type=Path, required=draft_required, help="draft checkpoint (or config) folder"
+    )
+    p.add_argument("--target", type=Path, help="transformers target folder (offline acceptance)")
+    p.add_argument("--target-config", type=Path, help="target config.json (aux-capture trace)")
+    p.add_argument("--draft-config", type=Path, help="draft config to trace (default: the draft's)")
+    p.add_argument("--engine", default="sglang==0.5.10", help="engine release, e.g. vllm==0.11.0")
+    p.add_argument("--log", dest="logs", type=Path, nargs="+", default=[], help="server logs")
+    p.add_argument("--target-class", help="model class serving the target")
+    p.add_argument(
+        "--no-aux-capture",
+        dest="aux_capture",
+        action="store_const",
+        const=False,
+        default=None,
+        help="the deployment did not capture aux hidden states",
+    )
+    p.add_argument(
+        "--num-draft-tokens", type=int, help="draft tokens per step (default: from logs)"
+    )
+    p.add_argument("--num-prompts", type=int, help="offline acceptance on the first N prompts")
