@@ -9,37 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
-from safetensors.torch import save_file
+from tiny_layouts import FLAT, LAYER, sim, write
 
 from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config, parse_draft_config
-from kit.loading import engine_params, simulate_load
+from kit.config import parse_draft_config
+from kit.loading import engine_params
 
-LAYER = {
-    "self_attn.q_proj.weight": (32, 64),
-    "self_attn.k_proj.weight": (16, 64),
-    "self_attn.v_proj.weight": (16, 64),
-    "self_attn.o_proj.weight": (32, 32),
-    "mlp.gate_proj.weight": (64, 32),
-    "mlp.up_proj.weight": (64, 32),
-    "mlp.down_proj.weight": (32, 64),
-    "input_layernorm.weight": (32,),
-    "hidden_norm.weight": (32,),
-    "post_attention_layernorm.weight": (32,),
-}
-FLAT = {
-    "architectures": ["LlamaForCausalLMEagle3"],
-    "model_type": "llama",
-    "hidden_size": 32,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 8,
-    "intermediate_size": 64,
-    "vocab_size": 64,
-    "draft_vocab_size": 16,
-    "num_hidden_layers": 1,
-}
 SAMPLE = Path(__file__).resolve().parent.parent / "data" / "samples" / "speculators-0.9.0-tiny"
 LAYOUTS = Path(__file__).resolve().parent.parent / "data" / "layouts"
 
@@ -52,29 +27,10 @@ def keys_of(prefix: str = "midlayer.", d2t: bool = True) -> dict[str, tuple[int,
     return keys
 
 
-def write(folder: Path, keys: dict[str, tuple[int, ...]], config: dict) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    tensors = {}
-    for name, shape in keys.items():
-        if name == "d2t":
-            tensors[name] = torch.zeros(shape, dtype=torch.int64)
-        elif name == "t2d":
-            tensors[name] = torch.ones(shape, dtype=torch.bool)
-        else:
-            tensors[name] = torch.randn(shape).to(torch.bfloat16)
-    save_file(tensors, str(folder / "model.safetensors"))
-    (folder / "config.json").write_text(json.dumps(config))
-    return folder
-
-
 def speculators_config(**top) -> dict:
     raw = json.loads((SAMPLE / "config.json").read_text())
     raw.update(top)
     return raw
-
-
-def sim(folder: Path, engine: str):
-    return simulate_load(open_checkpoint(folder), load_draft_config(folder), engine)
 
 
 def test_sample_loads_everywhere_but_0_9_2_rejects_the_config():
