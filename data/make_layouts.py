@@ -18,6 +18,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
+from kit import formats
+
 H, HEADS, KV, HEAD_DIM, INTER = 32, 4, 2, 8, 64
 VOCAB, DRAFT_VOCAB, N_AUX = 64, 16, 3
 OUT = Path(__file__).resolve().parent / "layouts"
@@ -117,40 +119,18 @@ def vocab_maps(seed: int, t2d: bool = True, identity: bool = False) -> dict[str,
 def speculators_config(arch: str, aux_ids: list[int] | None, norm_before_residual: bool) -> dict:
     layer = {**_LLAMA, "num_hidden_layers": 1, **_TF5}
     layer.pop("transformers_version")
-    return {
-        "architectures": [arch],
-        "auto_map": {"": "config.Eagle3SpeculatorConfig"},
-        "draft_vocab_size": DRAFT_VOCAB,
-        "dtype": "bfloat16",
-        "eagle_aux_hidden_state_layer_ids": aux_ids,
-        "embed_requires_grad": False,
-        "fc_norm": False,
-        "norm_before_fc": False,
-        "norm_before_residual": norm_before_residual,
-        "norm_output": False,
-        "speculators_config": {
-            "algorithm": "eagle3",
-            "default_proposal_method": "greedy",
-            "proposal_methods": [
-                {
-                    "accept_tolerance": 0.0,
-                    "proposal_type": "greedy",
-                    "speculative_tokens": 3,
-                    "verifier_accept_k": 1,
-                }
-            ],
-            "verifier": {
-                "architectures": ["LlamaForCausalLM"],
-                "name_or_path": "meta-llama/Llama-3.1-8B-Instruct",
-            },
+    return formats.speculators_config(
+        layer,
+        architecture=arch,
+        draft_vocab_size=DRAFT_VOCAB,
+        aux_layer_ids=aux_ids,
+        speculative_tokens=3,
+        verifier={
+            "architectures": ["LlamaForCausalLM"],
+            "name_or_path": "meta-llama/Llama-3.1-8B-Instruct",
         },
-        "speculators_model_type": "eagle3",
-        "speculators_version": "0.9.0",
-        "target_hidden_size": None,
-        "tie_word_embeddings": False,
-        "transformer_layer_config": layer,
-        "transformers_version": "5.19.0",
-    }
+        norm_before_residual=norm_before_residual,
+    )
 
 
 def flat_config(arch: str, layers: int, spelling: dict, eagle: dict | None) -> dict:

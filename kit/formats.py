@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kit.checkpoint import FLOAT_DTYPES, Checkpoint
 from kit.config import DraftConfig
@@ -294,3 +295,49 @@ def detect_format(ck: Checkpoint, cfg: DraftConfig | None = None) -> FormatGuess
     mark = {True: "", False: "NOT: ", None: "UNKNOWN (no config.json): "}
     evidence = [mark[ok] + claim for (claim, _), ok in zip(fmt.claims, held, strict=True)]
     return FormatGuess(fmt.name, facts.layout, [*evidence, layout_note], score, fmt.description)
+
+
+def speculators_config(
+    layer_config: dict[str, Any],
+    *,
+    architecture: str = "Eagle3DraftModel",
+    draft_vocab_size: int,
+    aux_layer_ids: list[int] | None,
+    speculative_tokens: int,
+    verifier: dict[str, Any],
+    norm_before_residual: bool = False,
+) -> dict[str, Any]:
+    """The `config.json` the speculators 0.9.0 trainer writes (`Eagle3DraftModel`; the
+    converter writes `Eagle3Speculator`), around a transformers `layer_config` dict: the one
+    place the kit spells that format when it writes drafts of its own."""
+    return {
+        "architectures": [architecture],
+        "auto_map": {"": "config.Eagle3SpeculatorConfig"},
+        "draft_vocab_size": draft_vocab_size,
+        "dtype": "bfloat16",
+        "eagle_aux_hidden_state_layer_ids": aux_layer_ids,
+        "embed_requires_grad": False,
+        "fc_norm": False,
+        "norm_before_fc": False,
+        "norm_before_residual": norm_before_residual,
+        "norm_output": False,
+        "speculators_config": {
+            "algorithm": "eagle3",
+            "default_proposal_method": "greedy",
+            "proposal_methods": [
+                {
+                    "accept_tolerance": 0.0,
+                    "proposal_type": "greedy",
+                    "speculative_tokens": speculative_tokens,
+                    "verifier_accept_k": 1,
+                }
+            ],
+            "verifier": verifier,
+        },
+        "speculators_model_type": "eagle3",
+        "speculators_version": "0.9.0",
+        "target_hidden_size": None,
+        "tie_word_embeddings": False,
+        "transformer_layer_config": layer_config,
+        "transformers_version": "5.19.0",
+    }

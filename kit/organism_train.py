@@ -28,6 +28,7 @@ from safetensors.torch import save_file
 
 from kit.config import parse_draft_config
 from kit.draft import ChainCache, Eagle3Draft, build_draft
+from kit.formats import speculators_config
 
 OUT = Path("data/organism")
 SEED_TRAIN, SEED_VALID, SEED_PROMPTS = 1234, 99, 2026
@@ -263,60 +264,37 @@ def load_target(folder: Path):
 
 def draft_config_dict(target_cfg) -> dict:
     """A speculators 0.9.0 `config.json` (same fields as data/samples/speculators-0.9.0-tiny)."""
-    return {
-        "architectures": ["Eagle3DraftModel"],
-        "auto_map": {"": "config.Eagle3SpeculatorConfig"},
-        "draft_vocab_size": DRAFT_VOCAB,
-        "dtype": "bfloat16",
-        "eagle_aux_hidden_state_layer_ids": AUX_LAYERS,
-        "embed_requires_grad": False,
-        "fc_norm": False,
-        "norm_before_fc": False,
-        "norm_before_residual": False,
-        "norm_output": False,
-        "speculators_config": {
-            "algorithm": "eagle3",
-            "default_proposal_method": "greedy",
-            "proposal_methods": [
-                {
-                    "accept_tolerance": 0.0,
-                    "proposal_type": "greedy",
-                    "speculative_tokens": TTT_STEPS,
-                    "verifier_accept_k": 1,
-                }
-            ],
-            "verifier": {"architectures": ["LlamaForCausalLM"], "name_or_path": "../target"},
-        },
-        "speculators_model_type": "eagle3",
-        "speculators_version": "0.9.0",
-        "target_hidden_size": None,
+    layer = {
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": 1,
+        "eos_token_id": 0,
+        "head_dim": target_cfg.hidden_size // target_cfg.num_attention_heads,
+        "hidden_act": "silu",
+        "hidden_size": target_cfg.hidden_size,
+        "initializer_range": 0.02,
+        "intermediate_size": target_cfg.intermediate_size,
+        "max_position_embeddings": target_cfg.max_position_embeddings,
+        "mlp_bias": False,
+        "model_type": "llama",
+        "num_attention_heads": target_cfg.num_attention_heads,
+        "num_hidden_layers": 1,
+        "num_key_value_heads": target_cfg.num_key_value_heads,
+        "pad_token_id": None,
+        "pretraining_tp": 1,
+        "rms_norm_eps": target_cfg.rms_norm_eps,
+        "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"},
         "tie_word_embeddings": False,
-        "transformer_layer_config": {
-            "attention_bias": False,
-            "attention_dropout": 0.0,
-            "bos_token_id": 1,
-            "eos_token_id": 0,
-            "head_dim": target_cfg.hidden_size // target_cfg.num_attention_heads,
-            "hidden_act": "silu",
-            "hidden_size": target_cfg.hidden_size,
-            "initializer_range": 0.02,
-            "intermediate_size": target_cfg.intermediate_size,
-            "max_position_embeddings": target_cfg.max_position_embeddings,
-            "mlp_bias": False,
-            "model_type": "llama",
-            "num_attention_heads": target_cfg.num_attention_heads,
-            "num_hidden_layers": 1,
-            "num_key_value_heads": target_cfg.num_key_value_heads,
-            "pad_token_id": None,
-            "pretraining_tp": 1,
-            "rms_norm_eps": target_cfg.rms_norm_eps,
-            "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default"},
-            "tie_word_embeddings": False,
-            "use_cache": True,
-            "vocab_size": target_cfg.vocab_size,
-        },
-        "transformers_version": "5.19.0",
+        "use_cache": True,
+        "vocab_size": target_cfg.vocab_size,
     }
+    return speculators_config(
+        layer,
+        draft_vocab_size=DRAFT_VOCAB,
+        aux_layer_ids=AUX_LAYERS,
+        speculative_tokens=TTT_STEPS,
+        verifier={"architectures": ["LlamaForCausalLM"], "name_or_path": "../target"},
+    )
 
 
 def draft_vocab(data: torch.Tensor) -> torch.Tensor:
