@@ -140,6 +140,20 @@ class RMSNorm(nn.Module):
         return out if residual is None else (out, x)
 
 
+class Embedding(nn.Embedding):
+    """`nn.Embedding` whose random init is skipped on the meta device, which holds no values.
+
+    On a real device it draws exactly what `nn.Embedding` draws. On meta, `normal_` would be the
+    build's only op that runs one of torch's Python meta kernels, and the first such call in a
+    process imports sympy and torch._dynamo (about 1 s and 70 MB); without it a meta build (the
+    size check before a cpu trace) runs no meta kernel at all.
+    """
+
+    def reset_parameters(self) -> None:
+        if not self.weight.is_meta:
+            super().reset_parameters()
+
+
 def rope(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
     """Neox-style rotary embedding over the last dim of `x` [..., T, heads, hd]."""
     hd = x.shape[-1]
@@ -252,7 +266,7 @@ class Eagle3Model(nn.Module):
     def __init__(self, cfg: DraftConfig, era: Era):
         super().__init__()
         k, ht, h = cfg.num_aux, cfg.target_width, cfg.hidden_size
-        self.embed_tokens = nn.Embedding(cfg.vocab_size, h)
+        self.embed_tokens = Embedding(cfg.vocab_size, h)
         if era.input_norm and cfg.norm_before_fc:
             self.input_norm = RMSNorm(k * ht, cfg.rms_norm_eps)
         if era.fc_norm and cfg.fc_norm:

@@ -199,6 +199,20 @@ def test_d2t_maps_draft_ids_to_target_ids(cfg, sample_dir):
     assert torch.equal(cache["draft_token_ids"], i)
 
 
+def test_embedding_init_is_nn_embeddings_and_skipped_on_meta(cfg):
+    """Same seed, same draw as `nn.Embedding` on cpu; on meta no values, so nothing to draw."""
+    torch.manual_seed(3)
+    draft = build_draft(cfg, release="sglang==0.5.12")
+    torch.manual_seed(3)
+    plain = torch.nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+    assert isinstance(draft.model.embed_tokens, torch.nn.Embedding)
+    assert torch.equal(draft.model.embed_tokens.weight, plain.weight)
+    with torch.device("meta"):
+        meta = build_draft(cfg, release="sglang==0.5.12")
+    assert meta.model.embed_tokens.weight.is_meta
+    assert meta.model.embed_tokens.weight.shape == plain.weight.shape
+
+
 def test_attention_matches_torch_causal_sdpa(cfg):
     """The hand-written attention (needed for chain drafting) is ordinary causal attention."""
     draft = build_draft(cfg, release="sglang==0.5.12")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,6 +105,44 @@ def test_full_scale_trace_holds_no_tensor_memory(kimi):
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert report.device == "meta" and shapes(report)["fc_in"] == (16, 21504)
     assert grown_mb < 500
+
+
+_IMPORTS_CHILD = """
+import json, sys
+import torch
+from kit.config import load_draft_config, load_target_config, parse_target_config
+from kit.trace import trace_draft
+root, sample, kimi = sys.argv[1:]
+lazy = lambda: sorted(m for m in ("sympy", "torch._dynamo") if m in sys.modules)
+tiny = parse_target_config({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32,
+                            "hidden_size": 32})
+trace_draft(tiny, load_draft_config(sample), "sglang==0.5.12", device="cpu")
+out = {"after_cpu_trace": lazy()}
+torch.empty(4, device="meta") + 1
+out["after_one_meta_op"] = lazy()
+before = set(sys.modules)
+trace_draft(load_target_config(kimi + "/target"), load_draft_config(kimi + "/draft"),
+            "sglang==0.5.10", device="meta")
+out["meta_trace_adds"] = sorted(set(sys.modules) - before)
+print(json.dumps(out))
+"""
+
+
+def test_trace_imports_nothing_beyond_what_torch_needs_for_meta():
+    """A cpu trace runs no meta kernel, so torch's lazy sympy / torch._dynamo imports (about 1 s
+    and 70 MB, paid by the first Python meta kernel in a process) stay out; a full-scale meta
+    trace imports nothing beyond what a single meta op already imported. Fresh interpreter."""
+    run = subprocess.run(
+        [sys.executable, "-c", _IMPORTS_CHILD, str(ROOT), str(SAMPLE), str(KIMI)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["after_cpu_trace"] == []
+    assert out["after_one_meta_op"] == ["sympy", "torch._dynamo"]
+    assert out["meta_trace_adds"] == []
 
 
 def test_fc_failure_is_a_named_step(kimi):
