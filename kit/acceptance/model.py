@@ -10,11 +10,13 @@ series itself is thinned by stride doubling once it passes `MAX_WINDOWS`.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 MAX_WINDOWS = 50_000
 MAX_EXAMPLES = 5
+AT_FLOOR = 1.005  # accept len below this prints as 1.00: no draft accepted
 
 
 @dataclass(slots=True)
@@ -37,7 +39,7 @@ class Window:
         """No draft accepted: zero accepted tokens, or accept len 1.00 as printed."""
         if self.accepted is not None and self.drafted:
             return self.accepted == 0
-        return self.accept_len is not None and self.accept_len < 1.005
+        return self.accept_len is not None and self.accept_len < AT_FLOOR
 
 
 class Stat:
@@ -52,14 +54,20 @@ class Stat:
         self.max = float("-inf")
         self.hist: Counter[float] = Counter()
 
-    def add(self, v: float) -> None:
-        self.count += 1
-        self.total += v
+    def add(self, v: float, n: int = 1) -> None:
+        """Fold `n` occurrences of `v`."""
+        self.count += n
+        self.total += v * n
         if v < self.min:
             self.min = v
         if v > self.max:
             self.max = v
-        self.hist[v] += 1  # logged values carry 2-3 decimals: few distinct keys
+        self.hist[v] += n  # logged values carry 2-3 decimals: few distinct keys
+
+    def add_counts(self, counts: Mapping[str, int]) -> None:
+        """Fold printed values counted as text (each distinct text is parsed once)."""
+        for text, n in counts.items():
+            self.add(float(text), n)
 
     @property
     def mean(self) -> float | None:
@@ -124,7 +132,6 @@ class Run:
 
     def add(self, w: Window) -> None:
         """Fold a window into the streamed statistics and the (thinned) series."""
-        self.window_count += 1
         if w.accept_len is not None:
             self.accept_len.add(w.accept_len)
         if w.accept_rate is not None:
@@ -138,11 +145,23 @@ class Run:
             for i, p in enumerate(w.per_position):
                 self.position_sums[i] += p * weight
             self.position_weight += weight
-        if (self.window_count - 1) % self.stride == 0:
-            self.windows.append(w)
-            if len(self.windows) >= MAX_WINDOWS:
-                self.windows = self.windows[::2]
-                self.stride *= 2
+        if self.take():
+            self.keep(w)
+
+    def take(self) -> bool:
+        """Count one more window; True when the thinned series keeps it (every stride-th).
+
+        Lets a reader that folds statistics in bulk build a `Window` only for kept windows.
+        """
+        self.window_count += 1
+        return (self.window_count - 1) % self.stride == 0
+
+    def keep(self, w: Window) -> None:
+        """Append a window `take` chose; a full series drops every other window."""
+        self.windows.append(w)
+        if len(self.windows) >= MAX_WINDOWS:
+            self.windows = self.windows[::2]
+            self.stride *= 2
 
     def unparsed(self, reason: str, line: str, line_no: int) -> None:
         self.unparsed_lines += 1

@@ -14,6 +14,7 @@ from typing import TextIO
 
 from kit.acceptance import prometheus, release, server_info, sglang_log, vllm_log
 from kit.acceptance.model import Run, Window
+from kit.acceptance.shapes import Shapes
 from kit.engines import parse_engine
 from kit.errors import KitError
 
@@ -105,16 +106,23 @@ def _lines(f: TextIO, run: Run) -> Iterable[str]:
 
 
 def read_lines(f: TextIO, run: Run) -> None:
-    """The log loop: every line is a window, an engine line without figures, or unparsed."""
+    """The log loop: every line is a window, an engine line without figures, or unparsed.
+
+    SGLang decode lines of a shape already read take the fast path (`kit.acceptance.shapes`).
+    """
     bench: vllm_log.BenchBlock | None = None
+    shapes = Shapes()
     for n, line in enumerate(_lines(f, run), 1):
+        if shapes.fold(line, n, run):
+            continue
         try:
             parsed = sglang_log.parse_line(line, n) or vllm_log.parse_line(line, n)
         except (sglang_log.Garbled, vllm_log.Garbled) as e:
             run.unparsed(str(e), line, n)
             continue
         if parsed is not None:
-            _add(run, *parsed, line=line)
+            if _add(run, *parsed, line=line):
+                shapes.learn(line)
         elif bench is not None:
             try:
                 w = bench.feed(line)
@@ -135,17 +143,20 @@ def read_lines(f: TextIO, run: Run) -> None:
             run.other_lines += 1
         else:
             run.unparsed("unknown line", line, n)
+    shapes.finish(run)
 
 
-def _add(run: Run, w: Window, sig: tuple, line: str) -> None:
+def _add(run: Run, w: Window, sig: tuple, line: str) -> bool:
+    """Fold a parsed window into the run; False for a line of a second engine (unparsed)."""
     if run.engine_name is None:
         run.engine_name = sig[0]
     elif run.engine_name != sig[0]:
         run.unparsed(f"{sig[0]} line in a {run.engine_name} log", line, w.line_no)
-        return
+        return False
     run.formats[sig] += 1
     if "first" not in run.example_lines:
         run.example_lines["first"] = f"line {w.line_no}: {line.rstrip()[:400]}"
     if "floor" not in run.example_lines and w.at_floor:
         run.example_lines["floor"] = f"line {w.line_no}: {line.rstrip()[:400]}"
     run.add(w)
+    return True

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import calendar
 import re
+from dataclasses import dataclass
 
-from kit.acceptance.model import Window
+from kit.acceptance.model import AT_FLOOR, Window
 
 _PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: [A-Z_]+\d+)*\] ")
 _EXTRA_KEYS = ("cap len", "block accept len")
@@ -53,67 +54,111 @@ def has_prefix(line: str) -> bool:
     return _PREFIX.match(line) is not None
 
 
-def _field(text: str, key: str) -> str | None:
-    """The value after `key` up to the next comma (fields are `key: value` joined by ", ")."""
+def _value(text: str, key: str) -> tuple[int, int] | None:
+    """Where the value after `key` sits: up to the next comma (fields are `key: value, ...`)."""
     i = text.find(key)
     if i < 0:
         return None
     i += len(key)
     j = text.find(",", i)
-    return text[i:j] if j >= 0 else text[i:]
+    return i, (j if j >= 0 else len(text))
 
 
-def parse_line(line: str, line_no: int) -> tuple[Window, Signature] | None:
-    """A window for a decode line; None if the line is not an SGLang acceptance line.
+def _slice(span: tuple[int, int] | None, offset: int) -> slice | None:
+    return None if span is None else slice(span[0] + offset, span[1] + offset)
 
-    Raises `Garbled` for a decode line that cannot be read.
+
+def _num(line: str, where: slice | None, kind: type[float] | type[int]) -> float | int | None:
+    return None if where is None else kind(line[where])
+
+
+@dataclass(slots=True)
+class Layout:
+    """Where a decode line's figures sit (slices of the line) and its format signature.
+
+    Lines that differ only in their digits share a layout, so a layout read once serves every
+    later line of that shape (`kit.acceptance.shapes`).
+    """
+
+    sig: Signature
+    accept_len: slice | None
+    accept_rate: slice | None
+    throughput: slice | None
+    running: slice | None
+
+    def window(self, line: str, line_no: int) -> Window:
+        """The line's window; raises `Garbled` when a figure is not a number."""
+        try:
+            return Window(
+                t=timestamp(line),
+                accept_len=_num(line, self.accept_len, float),
+                accept_rate=_num(line, self.accept_rate, float),
+                throughput=_num(line, self.throughput, float),
+                running=_num(line, self.running, int),
+                line_no=line_no,
+            )
+        except ValueError as e:
+            raise Garbled(f"decode field: {e}") from None
+
+    def at_floor(self, line: str) -> bool:
+        """Accept len 1.00 as printed (`Window.at_floor` for a line with no token counts)."""
+        return self.accept_len is not None and float(line[self.accept_len]) < AT_FLOOR
+
+
+def decode_layout(line: str) -> Layout | None:
+    """The layout of a `Decode batch` line; None for any other line.
+
+    Raises `Garbled` for a decode line whose header or `#queue-req` cannot be read.
     """
     i = line.find("Decode batch")
     if i < 0:
-        m = _AVG.search(line) if "avg_spec_accept_length=" in line else None
-        if m is None:
-            return None
-        w = Window(
-            t=timestamp(line), accept_len=float(m.group(1)), line_no=line_no, kind="avg_spec"
-        )
-        return w, ("sglang", "avg_spec", False, None, False, ())
-    body = line[i + 12 :].rstrip("\r\n")
+        return None
+    start = i + 12
+    body = line[start:].rstrip("\r\n")
     if body.startswith(". "):
-        header, rest = "dot", body[2:]
+        header, skip = "dot", 2
     elif body.startswith(", "):
-        header, rest = "comma", body[2:]
+        header, skip = "comma", 2
     elif body.startswith(" ["):
         end = body.find("], ")
         if end < 0 or not body[2:end].isdigit():
             raise Garbled("decode header")
-        header, rest = "iter", body[end + 3 :]
+        header, skip = "iter", end + 3
     else:
         raise Garbled("decode header")
-    trailing = rest.endswith(", ")
-    queue = _field(rest, ", #queue-req: ")
-    if queue is None or not queue.isdigit():
+    rest, at = body[skip:], start + skip
+    queue = _value(rest, ", #queue-req: ")
+    if queue is None or not rest[queue[0] : queue[1]].isdigit():
         raise Garbled("decode line cut off before #queue-req")
     g = rest.find(" graph: ")
     graph = rest[rest.rfind(", ", 0, g) + 2 : g] + " graph" if g >= 0 else None
-    al = _field(rest, ", accept len: ")
-    ar = _field(rest, ", accept rate: ")
-    tp = _field(rest, ", gen throughput (token/s): ")
-    running = _field(", " + rest, ", #running-req: ")
-    try:
-        w = Window(
-            t=timestamp(line),
-            accept_len=float(al) if al is not None else None,
-            accept_rate=float(ar) if ar is not None else None,
-            throughput=float(tp) if tp is not None else None,
-            running=int(running) if running is not None else None,
-            line_no=line_no,
-        )
-    except ValueError as e:
-        raise Garbled(f"decode field: {e}") from None
+    al = _slice(_value(rest, ", accept len: "), at)
+    ar = _slice(_value(rest, ", accept rate: "), at)
     extras = (
         tuple(k for k in _EXTRA_KEYS if f", {k}: " in rest)
         if "cap len" in rest or "block" in rest
         else ()
     )
     rate = None if al is None else ar is not None
-    return w, ("sglang", header, rate, graph, trailing, extras)
+    return Layout(
+        sig=("sglang", header, rate, graph, rest.endswith(", "), extras),
+        accept_len=al,
+        accept_rate=ar,
+        throughput=_slice(_value(rest, ", gen throughput (token/s): "), at),
+        running=_slice(_value(", " + rest, ", #running-req: "), at - 2),
+    )
+
+
+def parse_line(line: str, line_no: int) -> tuple[Window, Signature] | None:
+    """A window for an acceptance line; None if the line is not an SGLang acceptance line.
+
+    Raises `Garbled` for a decode line that cannot be read.
+    """
+    layout = decode_layout(line)
+    if layout is not None:
+        return layout.window(line, line_no), layout.sig
+    m = _AVG.search(line) if "avg_spec_accept_length=" in line else None
+    if m is None:
+        return None
+    w = Window(t=timestamp(line), accept_len=float(m.group(1)), line_no=line_no, kind="avg_spec")
+    return w, ("sglang", "avg_spec", False, None, False, ())

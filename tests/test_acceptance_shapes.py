@@ -1,0 +1,106 @@
+"""The decode-line fast path (kit.acceptance.shapes) reads a log exactly as the full parse does:
+same windows, statistics, formats, examples and unparsed lines."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kit.acceptance import model, parse_files, shapes
+from kit.acceptance.model import Run
+
+PREFIXES = ["[2026-01-05 08:{m:02d}:{s:02d}] ", "[2026-01-05 08:{m:02d}:{s:02d}.{ms:03d} DP1 TP3] "]
+FIGURES = "accept len: {al:.2f}, accept rate: {ar:.2f}, "
+TAIL = "{graph} graph: True, gen throughput (token/s): {tp:.2f}, #queue-req: {q}"
+BODIES = [
+    "Decode batch, #running-req: {r}, #token: {tok}, token usage: 0.01, " + FIGURES + TAIL,
+    "Decode batch. #running-req: {r}, #token: {tok}, token usage: 0.01, " + FIGURES + TAIL + ", ",
+    "Decode batch [{it}], #running-req: {r}, #token: {tok}, token usage: 0.01, " + FIGURES + TAIL,
+    "Decode batch, #running-req: {r}, #token: {tok}, token usage: 0.01, " + TAIL,  # spec off
+]
+OTHERS = [
+    "[2026-01-05 08:00:00] Prefill batch, #new-seq: 1, #new-token: 12, #queue-req: 0",
+    "[2026-01-05 08:00:00] avg_spec_accept_length=2.3456",
+    "some words without a prefix",
+    "",
+]
+
+
+def decode_line(rng: random.Random, i: int) -> str:
+    al = 1.0 if i > 2000 and rng.random() < 0.3 else rng.uniform(1.1, 5)  # floor lines come late
+    text = rng.choice(PREFIXES) + rng.choice(BODIES)
+    return text.format(
+        m=rng.randrange(60),
+        s=rng.randrange(60),
+        ms=rng.randrange(1000),
+        it=rng.randrange(10**5),
+        r=rng.randrange(300),
+        tok=rng.randrange(10**6),
+        al=al,
+        ar=al / 5,
+        graph=rng.choice(["cuda", "npu2", "npu3"]),  # a digit in the label varies within a shape
+        tp=rng.uniform(0, 3000),
+        q=rng.randrange(20),
+    )
+
+
+def mixed_log(rng: random.Random, lines: int) -> str:
+    out = []
+    for i in range(lines):
+        r = rng.random()
+        if r < 0.03:
+            out.append(decode_line(rng, i)[: rng.randrange(20, 120)])  # cut off: unparsed
+        elif r < 0.06:
+            out.append(rng.choice(OTHERS))
+        else:
+            out.append(decode_line(rng, i))
+    return "\n".join(out) + "\n"
+
+
+def snapshot(run: Run) -> dict:
+    stats = {
+        name: (s.count, s.min, s.max, s.p50, dict(s.hist), pytest.approx(s.mean))
+        for name in ("accept_len", "accept_rate", "throughput")
+        for s in [getattr(run, name)]
+    }
+    return {
+        "windows": run.windows,
+        "window_count": run.window_count,
+        "stride": run.stride,
+        "formats": list(run.formats.items()),  # order too: release inference reads it in order
+        "stats": stats,
+        "unparsed": (run.unparsed_lines, run.unparsed_reasons, run.unparsed_examples),
+        "other_lines": run.other_lines,
+        "example_lines": run.example_lines,
+        "engine": (run.engine, run.release_range and str(run.release_range), run.conflicts),
+    }
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fast_path_reads_like_the_full_parse(tmp_path, monkeypatch, seed):
+    """Small series and batches, so thinning and batch folds happen many times over."""
+    monkeypatch.setattr(model, "MAX_WINDOWS", 64)
+    monkeypatch.setattr(shapes, "BATCH", 100)
+    p = tmp_path / "server.log"
+    p.write_text(mixed_log(random.Random(seed), 6000))
+    (fast,) = parse_files([p])
+    monkeypatch.setattr(shapes, "MAX_SHAPES", 0)  # every line through the full parse
+    (full,) = parse_files([p])
+    assert fast.window_count > 5000 and fast.stride > 1 and fast.unparsed_lines > 100
+    assert snapshot(fast) == snapshot(full)
+
+
+def test_first_floor_line_is_the_example(tmp_path):
+    """A shape learned from healthy lines still leaves the first accept len 1.00 line to the
+    full parse, so ZERO_ACCEPTANCE evidence quotes the first one."""
+    line = (
+        "[2026-01-05 08:00:{s:02d}] Decode batch, #running-req: 1, #token: 9, token usage: 0.00, "
+        "accept len: {al:.2f}, accept rate: 0.40, cuda graph: True, gen throughput (token/s): "
+        "50.00, #queue-req: 0\n"
+    )
+    p = tmp_path / "server.log"
+    p.write_text("".join(line.format(s=s, al=2.0 if s < 5 else 1.0) for s in range(10)))
+    (run,) = parse_files([p])
+    assert run.example_lines["floor"].startswith("line 6: ")
+    assert run.accept_len.count == 10 and run.accept_len.hist == {2.0: 5, 1.0: 5}
