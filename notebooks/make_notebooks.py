@@ -21,14 +21,10 @@ HERE = Path(__file__).resolve().parent
 def setup(imports: str = "", torch: bool = False, tables: bool = True) -> nbformat.NotebookNode:
     """The first code cell: the kit's imports (and one torch thread where torch does the work)."""
     head = "import os\n\n" + ("import torch\n" if torch else "")
-    tables_import = (
-        "from kit.findings import to_html\nfrom kit.postmortem import table_html\n"
-        if tables
-        else ""
-    )
+    tables_import = "from kit.plots.tables import findings_table, table\n" if tables else ""
     tail = "\ntorch.set_num_threads(1)  # parallel kernels share the cores" if torch else ""
     return code(
-        f"{head}from IPython.display import HTML, display\n\n{tables_import}"
+        f"{head}from IPython.display import display\n\n{tables_import}"
         f"from kit.record import record\nfrom kit.runbook import ROOT\n{imports}\n\n"
         "os.chdir(ROOT)  # paths in the parameters are relative to the repo root, as in headless runs"
         f"{tail}"
@@ -54,7 +50,7 @@ def params(text: str) -> nbformat.NotebookNode:
 
 
 FINDINGS = """\
-display(HTML(to_html(findings)))
+display(findings_table(findings))
 record("findings", findings)"""
 
 KEY_INSPECTION = [
@@ -99,7 +95,7 @@ fields = ("source", "hidden_size", "target_hidden_size", "num_hidden_layers", "a
 config = [{"field": k, "value": info["config"].get(k)} for k in fields]
 record("table:format evidence", evidence)
 record("table:config", config)
-display(HTML(table_html(evidence)), HTML(table_html(config)))"""),
+display(table(evidence), table(config))"""),
     md("""
 ## The keys, grouped by module
 
@@ -133,7 +129,7 @@ fig.show()
 record("fig:tensors by module", fig)
 keys = [{"name": t["name"], "dtype": t["dtype"], "shape": t["shape"], "bytes": t["nbytes"]} for t in tensors]
 record("table:keys", keys)
-display(HTML(table_html(keys)))"""),
+display(table(keys))"""),
     md("""
 ## Findings
 
@@ -148,7 +144,7 @@ if interactive:
 
     @widgets.interact(pattern="layers.0")
     def show_keys(pattern):
-        display(HTML(table_html([k for k in keys if pattern in k["name"]])))"""),
+        display(table([k for k in keys if pattern in k["name"]]))"""),
 ]
 
 LOAD_SIMULATION = [
@@ -191,8 +187,9 @@ summary"""),
     md("""
 ## Every key's fate
 
-Green keys reach a parameter; red keys are dropped without a word. The parameters that nothing
-loaded are listed below the chart: they are the draft's untrained part in this engine.
+Green keys reach a parameter; red keys are dropped without a word. Below the chart, every key with
+the parameter it lands in, then the parameters that nothing loaded: they are the draft's untrained
+part in this engine.
 """),
     code("""
 import plotly.graph_objects as go
@@ -202,19 +199,31 @@ outcomes = [o for o in COLOURS if any(f["outcome"] == o for f in fates)]
 fig = go.Figure(
     [go.Bar(name=o, x=[sum(f["outcome"] == o for f in fates)], y=[engine], orientation="h", marker_color=COLOURS[o]) for o in outcomes]
 )
-fig.update_layout(barmode="stack", title=f"Checkpoint keys by fate under {engine}", height=280, xaxis_title="keys", legend_orientation="h")
+fig.update_layout(
+    barmode="stack",
+    title=f"Checkpoint keys by fate under {engine}",
+    height=280,
+    xaxis_title="keys",
+    legend=dict(orientation="h", traceorder="normal", x=1, xanchor="right", y=1.02, yanchor="bottom"),
+)
 fig.show()
 record("fig:key fates", fig)
 record("table:key fates", fates)
 record("table:parameters left at init", at_init)
-display(HTML(table_html(fates)))
-display(HTML(table_html(at_init)))"""),
+display(table(fates, "Every checkpoint key"), table(at_init, "Parameters nothing loaded (left at init)"))"""),
+    md("""
+## Findings
+
+Ranked with root causes first: a `critical` root cause is what to fix; the fix column says how.
+"""),
     code(FINDINGS),
     md("""
 ## Which releases load this checkpoint?
 
-The same replay for every release of the engine the kit models. A release where the red bar drops
-to zero loads the checkpoint as it is; otherwise the fix is a rename (`python -m kit fix`).
+The same replay for every release of the engine the kit models. The bars count the keys a release
+drops and the parameters it leaves at init; a green dot marks a release that loads every tensor of
+this checkpoint, a purple ✕ one whose server does not even start with it (no bars there: nothing
+is served). For a release with red bars the fix is a rename (`python -m kit fix`).
 """),
     code("""
 releases = all_releases(parse_engine(engine).name)
@@ -229,13 +238,18 @@ for release in releases:
             "crashed": r.crashed,
         }
     )
+names = [m["release"] for m in matrix]
+crashed = [m["release"] for m in matrix if m["crashed"]]  # no bars: a server that does not start serves nothing
+clean = [m["release"] for m in matrix if not m["crashed"] and not m["dropped silently"] and not m["left at init"]]
 fig = go.Figure(
     [
-        go.Bar(name="keys dropped silently", x=[m["release"] for m in matrix], y=[m["dropped silently"] for m in matrix], marker_color="#c62828"),
-        go.Bar(name="parameters left at init", x=[m["release"] for m in matrix], y=[m["left at init"] for m in matrix], marker_color="#ffa000"),
+        go.Bar(name="keys dropped silently", x=names, y=[None if m["crashed"] else m["dropped silently"] for m in matrix], marker_color="#c62828"),
+        go.Bar(name="parameters left at init", x=names, y=[None if m["crashed"] else m["left at init"] for m in matrix], marker_color="#ffa000"),
+        go.Scatter(name="server does not start", x=crashed, y=[0.5] * len(crashed), mode="markers", marker=dict(symbol="x", size=11, color="#6a1b9a")),
+        go.Scatter(name="loads every tensor", x=clean, y=[0.5] * len(clean), mode="markers", marker=dict(size=10, color="#2e7d32")),
     ]
 )
-fig.update_layout(barmode="group", title="Across releases", height=350, xaxis_tickangle=-60)
+fig.update_layout(barmode="group", title=f"Across {parse_engine(engine).name} releases", height=380, xaxis_tickangle=-60, yaxis_title="count")
 fig.show()
 record("fig:across releases", fig)
 record("table:across releases", matrix)"""),
@@ -244,11 +258,9 @@ record("table:across releases", matrix)"""),
 if interactive:
     import ipywidgets as widgets
 
-    from kit.findings import render_text
-
     @widgets.interact(release=widgets.Dropdown(options=[str(r) for r in releases], value=engine))
     def show_release(release):
-        print(render_text(simulate_load(ck, cfg, release).findings, title=release))"""),
+        display(findings_table(simulate_load(ck, cfg, release).findings, title=release))"""),
 ]
 
 TRACING = [
@@ -263,14 +275,15 @@ it a single hidden state and `fc` is silently **bypassed**.
 
 This notebook traces the draft's forward pass on the meta device (shapes only, no memory) at full
 scale, step by step along named hook points. Look at the width entering the draft and whether the
-`fc` box is red.
+`fc` box is red. The parameters replay the bundled incident: aux capture was off for the Kimi-K2.5
+class in that deployment (`aux_capture = False`); `None` asks what the release does by itself.
 """),
     params(
         'target_config = "data/incident/kimi-k2.5/target"  # target config.json or its folder\n'
         'draft = "data/incident/kimi-k2.5/draft"  # draft config.json or checkpoint folder\n'
         'engine = "sglang==0.5.10"\n'
         "target_class = None  # model class serving the target (default: its architecture)\n"
-        "aux_capture = None  # None: what the release does for that class; False: capture off"
+        "aux_capture = False  # as in the incident: off; None: what the release does for that class"
     ),
     setup(
         """\
@@ -301,7 +314,7 @@ fig.show()
 record("fig:data path as deployed", fig)
 hooks = trace.get("hooks", [])
 record("table:hook shapes", hooks)
-display(HTML(table_html(hooks)))"""),
+display(table(hooks, "Shape at each hook point"))"""),
     md("""
 ## The same draft with aux capture on
 
@@ -312,21 +325,26 @@ healthy = trace_draft(target_cfg, draft_cfg, engine, target_class=target_class, 
 fig = datapath_figure(healthy)
 fig.show()
 record("fig:data path with aux capture on", fig)"""),
+    md("## Findings of the data path as deployed"),
     code(FINDINGS),
     md("## Explore (interactive only): pick another release"),
     code("""
 if interactive:
     import ipywidgets as widgets
     from kit.engines import all_releases, parse_engine
-    from kit.findings import render_text
 
     releases = [str(r) for r in all_releases(parse_engine(engine).name)]
+    captures = {"off": False, "on": True, "what the release does": None}  # a None value shows blank
+    current = next(label for label, value in captures.items() if value is aux_capture)
 
-    @widgets.interact(release=widgets.Dropdown(options=releases, value=engine), capture=[None, True, False])
+    @widgets.interact(
+        release=widgets.Dropdown(options=releases, value=engine),
+        capture=widgets.Dropdown(options=list(captures), value=current, description="aux capture"),
+    )
     def show_release(release, capture):
-        r = trace_draft(target_cfg, draft_cfg, release, target_class=target_class, aux_capture=capture)
+        r = trace_draft(target_cfg, draft_cfg, release, target_class=target_class, aux_capture=captures[capture])
         datapath_figure(r).show()
-        print(render_text(r.findings, title=release))"""),
+        display(findings_table(r.findings, title=release))"""),
 ]
 
 ACCEPTANCE = [
@@ -339,8 +357,9 @@ some releases, an `accept rate`, whose formula changed between releases. With 5 
 receives the wrong weights or the wrong input, not of a draft that is merely weak.
 
 Look at: the accept length of each run against the zero-acceptance floor (1.0) and against what the
-draft reaches offline when wired correctly (the dashed line, from notebook 5); and whether a fix
-moved it.
+draft reaches offline when wired correctly (`expected_accept_len`: the healthy accept len of
+notebook 5, which `python -m kit run` passes in; left at `None`, that line is not drawn); and
+whether a fix moved it.
 """),
     params(
         'logs = ["data/incident/logs/before.log", "data/incident/logs/after-rename.log", '
@@ -348,7 +367,7 @@ moved it.
         'baseline = "data/incident/logs/baseline-no-spec.log"  # a run without speculation, or None\n'
         'engine = "sglang==0.5.10"  # the release that wrote the logs (None: inferred from the format)\n'
         "num_draft_tokens = None  # None: from the logs\n"
-        "expected_accept_len = None  # offline expected accept length (notebook 5)"
+        "expected_accept_len = None  # notebook 5's healthy accept len; None: no expectation line"
     ),
     setup(
         """\
@@ -389,12 +408,14 @@ before_after = [
 ]
 record("table:before against after", before_after)
 record("summary", {"logs": len(logs), "expected accept len (offline)": expected_accept_len})
-display(HTML(table_html(compared)))"""),
+display(table(compared, "Runs compared"), table(before_after, "Before against after each fix"))"""),
     md("""
 ## Accept length over time, observed against expected
 
-Each run is one log. The red line at 1.0 is zero acceptance; the dashed line is the offline
-expectation for this draft wired correctly.
+Each run is one log and keeps its colour in every panel. The red dashed line at 1.0 is zero
+acceptance, the grey dotted one the most a chain of drafts can reach, the green dotted one (when
+`expected_accept_len` is set) the offline expectation for this draft wired correctly. Below, the
+accept rate as the server logged it, and the generation throughput of the same runs.
 """),
     code("""
 fig = accept_len_figure(runs, expected=expected_accept_len)
@@ -403,13 +424,14 @@ record("fig:accept length, observed against expected", fig)
 fig = throughput_figure(runs)
 fig.show()
 record("fig:throughput before against after", fig)"""),
+    md("## Findings"),
     code(FINDINGS),
     md("## Explore (interactive only): one run at a time"),
     code("""
 if interactive:
     import ipywidgets as widgets
 
-    @widgets.interact(run=widgets.Dropdown(options=list(range(len(runs))), value=0))
+    @widgets.interact(run=widgets.Dropdown(options=[(Path(r.source).name, i) for i, r in enumerate(runs)], value=0))
     def show_run(run):
         accept_len_figure([runs[run]], expected=expected_accept_len).show()"""),
 ]
@@ -419,13 +441,16 @@ OFFLINE = [
 # 5. Offline acceptance: what the draft should reach
 
 The bundled small target and its EAGLE-3 draft, run on CPU: the draft proposes `k` tokens, the
-target verifies them greedily, and every accepted position is counted. Run four ways, the faults
-injected from the other analyses rather than by hand:
+target verifies them greedily, and every accepted position is counted. Run five ways, the faults
+injected from the other analyses rather than by hand (the `wiring` column names each; below, as
+for the default `sglang==0.5.10`):
 
 - **healthy**: every weight loaded, three aux hidden states through `fc`;
-- **as deployed**: tensors the release drops stay at its init (notebook 2) and, with aux capture
-  off, the single final hidden state reaches the draft, `fc` bypassed (notebook 3);
-- **each fix on its own**: the key rename alone, and aux capture alone.
+- **as deployed** (`sglang==0.5.10, aux capture off`): tensors the release drops stay at its init
+  (notebook 2) and the single final hidden state reaches the draft, `fc` bypassed (notebook 3);
+- **each fix on its own**: aux capture alone (`sglang==0.5.10, aux capture on`), the key rename
+  alone (`sglang==0.5.10 after kit fix (rename), aux capture off`);
+- **both fixes** (`… after kit fix (rename), aux capture on`): should match healthy.
 
 Look at how far each fault pulls accept length from healthy: the healthy figure is the expectation
 a server log is judged against (notebook 4 draws it as a dashed line).
@@ -441,16 +466,19 @@ a server log is judged against (notebook 4 draws it as a dashed line).
         """\
 from pathlib import Path
 
+from transformers.utils import logging as hf_logging
+
 from kit.organism import fault_matrix, load_prompts""",
         torch=True,
     ),
     code("""
+hf_logging.disable_progress_bar()  # transformers' loading bar is a widget: none unless interactive
 prompts = None
 if num_prompts:
     beside = [Path(target) / "prompts.jsonl", Path(target).parent / "prompts.jsonl"]
     prompts = load_prompts(next(p for p in beside if p.is_file()))[:num_prompts]
 rows = fault_matrix(target, draft, engine, k=k, prompts=prompts, progress=False)
-table = [
+wirings = [
     {
         "wiring": row.label,
         "accept len": row.result.accept_len,
@@ -461,11 +489,11 @@ table = [
     for row in rows
 ]
 healthy, deployed = rows[0].result, rows[1].result  # healthy first, then the incident
-record("table:wirings", table)
+record("table:wirings", wirings)
 record("expected_accept_len", healthy.accept_len)
 record("summary", {"k": k, "expected accept len (healthy)": healthy.accept_len, "accept len as deployed": deployed.accept_len})
 findings = deployed.findings
-display(HTML(table_html(table)))"""),
+display(table(wirings))"""),
     md("""
 ## Acceptance per draft position
 
@@ -483,9 +511,9 @@ fig.show()
 record("fig:acceptance per position", fig)
 lengths = [row.result.accept_len for row in rows]
 colours = ["#c62828" if a < 1.1 else "#2e7d32" if a >= 0.9 * healthy.accept_len else "#ffa000" for a in lengths]
-fig = go.Figure(go.Bar(x=[row.label for row in rows], y=lengths, marker_color=colours))
-fig.add_hline(y=1.0, line_color="#c62828", annotation_text="zero acceptance")
-fig.update_layout(title="Accept length by wiring", yaxis_title="accept len", height=350)
+fig = go.Figure(go.Bar(y=[row.label for row in rows], x=lengths, marker_color=colours, orientation="h"))
+fig.add_vline(x=1.0, line_color="#c62828", line_dash="dash", annotation_text="zero acceptance")
+fig.update_layout(title="Accept length by wiring", xaxis_title="accept len", yaxis_autorange="reversed", height=100 + 45 * len(rows))
 fig.show()
 record("fig:accept length by wiring", fig)"""),
     md("""
@@ -504,24 +532,32 @@ the records inside the executed notebooks, and shows the verdict: the root cause
 its evidence and its fix, then what ran and what did not.
 """),
     params('run_dir = "runs/demo"  # a folder written by `python -m kit run`'),
-    setup("from kit import postmortem\nfrom kit.runbook import load_run", tables=False),
+    setup(
+        "from plotly.offline import init_notebook_mode\n\n"
+        "from kit import postmortem\nfrom kit.plots.tables import styled\nfrom kit.runbook import load_run",
+        tables=False,
+    ),
     code("""
+init_notebook_mode()  # plotly.js in the page: the verdict's symptom chart is HTML that draws with it
 run = load_run(run_dir)
 findings = run.findings
 verdict = [f for f in findings if f.root_cause]
 record("verdict", verdict)
 record("steps", {s.name: s.status for s in run.steps})
-display(HTML(postmortem.verdict_html(run)))"""),
+display(styled(postmortem.verdict_html(run)))"""),
     md("## What ran"),
-    code("display(HTML(postmortem.status_html(run)))"),
+    code("display(styled(postmortem.status_html(run)))"),
     md("## The key figures of each step"),
     code("""
 import plotly.graph_objects as go
+from IPython.display import Markdown
 
 for step in run.steps:
-    for name, figure in step.records.items():
-        if name.startswith("fig:"):
-            go.Figure(figure).show()"""),
+    figures = {name[4:]: figure for name, figure in step.records.items() if name.startswith("fig:")}
+    if figures:
+        display(Markdown(f"### {step.title}"))
+    for figure in figures.values():
+        go.Figure(figure).show()"""),
     md("## Explore (interactive only): pick a step"),
     code("""
 if interactive:
@@ -529,7 +565,7 @@ if interactive:
 
     @widgets.interact(step=[s.name for s in run.steps])
     def show_step(step):
-        display(HTML(postmortem.step_html(run.step(step))))"""),
+        display(styled(postmortem.step_html(run.step(step))))"""),
 ]
 
 NOTEBOOKS = {

@@ -142,6 +142,31 @@ def test_postmortem_names_both_root_causes_first(incident):
     assert page.count("<script>/**") == 1  # plotly.js once, inline
 
 
+def test_no_widgets_unless_interactive(incident):
+    """With `interactive = False` no cell leaves a widget (a library's loading bar is one): the
+    executed copies hold nothing that needs a live kernel to draw."""
+    result, out = incident
+    for step in result.steps:
+        nb = nbformat.read(out / ok(result, step.name).notebook, as_version=4)
+        cells = [
+            i
+            for i, cell in enumerate(nb.cells)
+            for o in cell.get("outputs", [])
+            if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+        ]
+        assert not cells, f"{step.name}: widget output in cells {cells}"
+
+
+def test_figures_fit_the_notebook_width(incident):
+    """JupyterLab cuts a figure wider than the output area off at its edge, without a scrollbar:
+    every figure takes the width it is given."""
+    for step in incident[0].steps:
+        for name, figure in step.records.items():
+            if name.startswith("fig:"):
+                width = figure["layout"].get("width")
+                assert width is None, f"{step.name} {name}: fixed width {width}"
+
+
 def test_postmortem_notebook_reads_the_run_back(incident, tmp_path):
     result, out = incident
     from kit.record import read_records

@@ -1,6 +1,8 @@
 """Plotly figures for acceptance runs: accept len / rate over time, per-position bars, throughput.
 
-Time is seconds since each run's first window, so runs from different days overlay.
+Time is seconds since each run's first window, so runs from different days overlay. A run keeps
+its colour in every panel and every figure (its position in `runs` picks it), so the accept rate
+below and the throughput beside read against the accept len line of the same colour.
 """
 
 from __future__ import annotations
@@ -14,6 +16,13 @@ from plotly.subplots import make_subplots
 
 from kit.acceptance.analysis import bands
 from kit.acceptance.model import Run
+
+# plotly's default sequence minus red and green, which the reference lines use
+COLOURS = ("#636efa", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880", "#ff97ff", "#fecb52")
+
+
+def _colour(i: int) -> str:
+    return COLOURS[i % len(COLOURS)]
 
 
 def _elapsed(run: Run, attr: str) -> tuple[list[float], list[float]]:
@@ -40,12 +49,27 @@ def accept_len_figure(
     fig = make_subplots(
         rows=2, cols=1, shared_xaxes=True, subplot_titles=("accept len", "accept rate (as logged)")
     )
-    for run in runs:
+    for i, run in enumerate(runs):
+        line = {"color": _colour(i)}
         x, y = _elapsed(run, "accept_len")
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=_name(run)), row=1, col=1)
+        fig.add_trace(
+            go.Scatter(
+                x=x, y=y, mode="lines+markers", name=_name(run), line=line, legendgroup=str(i)
+            ),
+            row=1,
+            col=1,
+        )
         x, y = _elapsed(run, "accept_rate")
         fig.add_trace(
-            go.Scatter(x=x, y=y, mode="lines+markers", name=f"{_name(run)} rate", showlegend=False),
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="lines+markers",
+                name=f"{_name(run)} rate",
+                line=line,
+                legendgroup=str(i),
+                showlegend=False,
+            ),
             row=2,
             col=1,
         )
@@ -54,6 +78,7 @@ def accept_len_figure(
         line_dash="dash",
         line_color="red",
         annotation_text="zero acceptance (1.00)",
+        annotation_position="bottom right",
         row=1,
         col=1,
     )
@@ -63,6 +88,7 @@ def accept_len_figure(
             line_dash="dot",
             line_color="green",
             annotation_text=f"expected offline ({expected:.2f})",
+            annotation_position="top left",  # clear of the chain cap's label on the right
             row=1,
             col=1,
         )
@@ -110,9 +136,11 @@ def per_position_figure(runs_or_results: Sequence[Any]) -> go.Figure:
 def throughput_figure(runs: Sequence[Run]) -> go.Figure:
     """Generated tokens per second over time, runs overlaid."""
     fig = go.Figure()
-    for run in runs:
+    for i, run in enumerate(runs):
         x, y = _elapsed(run, "throughput")
-        fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers", name=_name(run)))
+        fig.add_trace(
+            go.Scatter(x=x, y=y, mode="lines+markers", name=_name(run), line={"color": _colour(i)})
+        )
     fig.update_layout(
         title="Gen throughput", xaxis_title="seconds since first window", yaxis_title="token/s"
     )

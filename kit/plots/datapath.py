@@ -2,7 +2,9 @@
 
 Read left to right: what the target hands over, fc (or its bypass), the decoder layer, the
 head. `embeds` joins the path at `attn_in` (the 2H-wide concatenation) and `hidden_out`, carried
-to the next draft step, leaves it after the layer.
+to the next draft step, leaves it after the layer. A path longer than `PER_ROW` boxes turns at the
+right edge and comes back on a second row (right to left), so the figure fits a notebook's width
+instead of being cut off at it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from kit.trace import TraceReport
 OK, FC, BAD = "#dbe9f6", "#c7e9c0", "#f4a6a6"
 BOX_W, BOX_H = 0.84, 0.7
 SIDE_LANE = {"embeds": 1.0, "hidden_out": -1.0}  # off the main path: above / below it
+PER_ROW = 7  # main-path boxes on one row
+ROW_GAP = 2.0  # between rows: room for a side-lane box below one row or above the next
+PX_PER_UNIT = 95  # figure height per unit of y
 
 
 def _fmt(shape: tuple[int, ...]) -> str:
@@ -60,33 +65,45 @@ def datapath_figure(trace: TraceReport) -> go.Figure:
 
     fig = go.Figure()
     main = [b for b in boxes if b[3] == 0.0]
-    x_of = {name: float(i) for i, (name, *_rest) in enumerate(main)}
+    rows = -(-len(main) // PER_ROW)
+    per_row = -(-len(main) // rows)  # rows as even as they go
+    pos: dict[str, tuple[float, float]] = {}  # name -> (x, y) of the box centre
+    for i, (name, *_rest) in enumerate(main):
+        row, col = divmod(i, per_row)
+        pos[name] = (float(col if row % 2 == 0 else per_row - 1 - col), -ROW_GAP * row)
     # side-lane boxes sit above / below the main-path box they join or leave
     anchor = {"embeds": "attn_in", "hidden_out": "norm_out"}
-    for name, *_ in boxes:
+    for name, _text, _colour, lane in boxes:
         if name in SIDE_LANE:
-            x_of[name] = x_of.get(anchor[name], len(main) - 1.0)
-    for name, text, colour, lane in boxes:
-        x = x_of[name]
+            x, y = pos.get(anchor[name], pos[main[-1][0]])
+            pos[name] = (x, y + lane)
+    for name, text, colour, _lane in boxes:
+        x, y = pos[name]
         fig.add_shape(
             type="rect",
             x0=x - BOX_W / 2,
             x1=x + BOX_W / 2,
-            y0=lane - BOX_H / 2,
-            y1=lane + BOX_H / 2,
+            y0=y - BOX_H / 2,
+            y1=y + BOX_H / 2,
             fillcolor=colour,
             line={"color": "#b00000" if colour == BAD else "#4a6a8a", "width": 2},
             layer="below",
         )
-        fig.add_annotation(x=x, y=lane, text=text, showarrow=False, font={"size": 10})
+        fig.add_annotation(x=x, y=y, text=text, showarrow=False, font={"size": 10})
     for (a, *_), (b, *_) in itertools.pairwise(main):
-        _arrow(fig, x_of[a] + BOX_W / 2, 0.0, x_of[b] - BOX_W / 2, 0.0)
+        (xa, ya), (xb, yb) = pos[a], pos[b]
+        if ya == yb:  # along a row, either way
+            step = BOX_W / 2 if xb > xa else -BOX_W / 2
+            _arrow(fig, xa + step, ya, xb - step, yb)
+        else:  # down to the next row
+            _arrow(fig, xa, ya - BOX_H / 2, xb, yb + BOX_H / 2)
     for name, lane in SIDE_LANE.items():
-        if name in x_of and anchor[name] in x_of:
-            y_from, y_to = (
-                (lane - BOX_H / 2, BOX_H / 2) if lane > 0 else (-BOX_H / 2, lane + BOX_H / 2)
-            )
-            _arrow(fig, x_of[name], y_from, x_of[name], y_to)
+        if name in pos and anchor[name] in pos:
+            (x, y), y_main = pos[name], pos[anchor[name]][1]
+            if lane > 0:  # joins from above
+                _arrow(fig, x, y - BOX_H / 2, x, y_main + BOX_H / 2)
+            else:  # leaves downwards
+                _arrow(fig, x, y_main - BOX_H / 2, x, y + BOX_H / 2)
     if c.startup_error:
         title = f"{c.engine}: the server does not start ({c.startup_error.split(':')[0]})"
     else:
@@ -96,12 +113,13 @@ def datapath_figure(trace: TraceReport) -> go.Figure:
             else ("fc runs" if trace.fc_applied else "fc is bypassed")
         )
         title = f"{c.engine}: a {c.hidden_width}-wide hidden state reaches the draft, {verdict}"
+    ys = [y for _x, y in pos.values()]
+    y_range = [min(ys) - BOX_H / 2 - 0.15, max(ys) + BOX_H / 2 + 0.15]
     fig.update_layout(
         title=title,
-        xaxis={"visible": False, "range": [-0.6, len(main) - 0.4]},
-        yaxis={"visible": False, "range": [-1.5, 1.5]},
-        height=360,
-        width=max(1000, 150 * len(main)),
+        xaxis={"visible": False, "range": [-0.6, per_row - 0.4], "fixedrange": True},
+        yaxis={"visible": False, "range": y_range, "fixedrange": True},
+        height=int(PX_PER_UNIT * (y_range[1] - y_range[0])) + 70,
         plot_bgcolor="white",
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
     )
