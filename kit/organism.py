@@ -390,6 +390,18 @@ def _completion_len(cont: list[int], stop_ids: list[int], max_new: int) -> int:
     return max_new
 
 
+def _describe(wiring: dict[str, Any]) -> tuple[str, ...]:
+    """The wiring as evidence lines a reader can scan."""
+    feed = wiring["hidden_state"]
+    if wiring.get("aux_layers"):
+        feed += f" (target states {wiring['aux_layers']})"
+    return (
+        f"loaded as {wiring['as_loaded_by']}",
+        f"draft fed: {feed}; fc {'applied' if wiring['fc_applied'] else 'bypassed'}",
+        f"d2t map {'used' if wiring['use_d2t'] else 'not used'}",
+    )
+
+
 def _verdict(r: OfflineResult) -> list[Finding]:
     al = round(r.accept_len, 2)
     if r.accept_len <= NEAR_ZERO_ACCEPT_LEN:
@@ -398,7 +410,7 @@ def _verdict(r: OfflineResult) -> list[Finding]:
                 "OFFLINE_NEAR_ZERO_ACCEPTANCE",
                 Severity.CRITICAL,
                 f"offline accept len {al:.2f} at k={r.k}: almost no drafted token is accepted",
-                (f"step-0 accuracy {r.step0_accuracy:.3f}", f"wiring {r.wiring}"),
+                (f"step-0 accuracy {r.step0_accuracy:.3f}", *_describe(r.wiring)),
                 fix="fix the load and hidden-state findings above, then measure again",
                 engine=r.wiring.get("as_loaded_by"),
                 data=r.to_dict() | {"findings": []},

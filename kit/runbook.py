@@ -34,6 +34,7 @@ SUMMARY_NAME = "run.json"
 # Offline acceptance of the bundled incident on its first 40 held-out prompts (of 300), so the
 # whole run stays under a minute on 2 cores; `--num-prompts 300` measures on all of them.
 DEMO_PROMPTS = 40
+INCIDENT_DRAFT_TOKENS = 5  # the incident log: accept rate 0.20 = 1/5 at zero acceptance
 
 # Steps of a run, in reading order, with the title the summary and the postmortem use.
 TITLES = {
@@ -69,8 +70,16 @@ class RunInputs:
     target_class: str | None = None
     aux_capture: bool | None = None  # None: what the engine release does for the target class
     num_draft_tokens: int | None = None
-    k: int = 5
+    k: int | None = None  # drafts per step offline (default: the deployment's chain, else 5)
     num_prompts: int | None = None  # offline acceptance on the first N held-out prompts
+
+    @property
+    def chain_length(self) -> int:
+        """Drafts per verify step to measure offline, so the expectation is comparable with the
+        server: a topk=1 chain of D draft tokens drafts D - 1 (the first is the target's own)."""
+        if self.k is not None:
+            return self.k
+        return self.num_draft_tokens - 1 if self.num_draft_tokens else 5
 
     @property
     def empty(self) -> bool:
@@ -81,7 +90,7 @@ class RunInputs:
         the options given here (engine release, target class, k …) kept.
 
         Aux capture is off unless said otherwise: it was not active for the KimiK25 class in
-        the team's deployment.
+        the team's deployment, which ran 5 draft tokens per step (topk 1: 4 drafted).
         """
         logs = DATA / "incident" / "logs"
         return replace(
@@ -93,6 +102,7 @@ class RunInputs:
             logs=[logs / f"{n}.log" for n in ("before", "after-rename", "after-both-fixes")],
             baseline_log=logs / "baseline-no-spec.log",
             aux_capture=False if self.aux_capture is None else self.aux_capture,
+            num_draft_tokens=self.num_draft_tokens or INCIDENT_DRAFT_TOKENS,
             num_prompts=self.num_prompts or DEMO_PROMPTS,
         )
 
@@ -264,7 +274,7 @@ def plan(inputs: RunInputs) -> tuple[list[Step], list[StepResult]]:
                     "target": target,
                     "draft": draft,
                     "engine": inputs.engine,
-                    "k": inputs.k,
+                    "k": inputs.chain_length,
                     "num_prompts": inputs.num_prompts,
                 },
             )

@@ -189,3 +189,13 @@ def test_the_bundled_incident_keeps_the_options_given():
     assert inputs.aux_capture is False and len(inputs.logs) == 3
     assert all(p.is_file() for p in [*inputs.logs, inputs.baseline_log])
     assert RunInputs.bundled_incident().engine == "sglang==0.5.10"
+
+
+def test_offline_chain_matches_the_deployment():
+    """A topk=1 chain of D draft tokens drafts D - 1 per step, so the offline expectation is
+    measured at that k and not above the server's cap of D accepted per step."""
+    steps, _ = plan(RunInputs.bundled_incident())
+    offline = next(s for s in steps if s.name == "05_offline_acceptance")
+    assert offline.params["k"] == 4
+    assert RunInputs(num_draft_tokens=8).chain_length == 7
+    assert RunInputs().chain_length == 5 and RunInputs(k=3, num_draft_tokens=8).chain_length == 3

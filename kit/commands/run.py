@@ -16,6 +16,9 @@ HELP = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_deployment_arguments(p, draft_required=False)
     p.add_argument("--baseline-log", type=Path, help="server log of a run without speculation")
+    p.add_argument(
+        "--k", type=int, help="drafts per step offline (default: --num-draft-tokens - 1, else 5)"
+    )
     p.add_argument("--out", type=Path, default=Path("runs/latest"), help="run folder")
     add_fail_on(p)
     p.add_argument("--timeout", type=float, default=300, help="cell execution timeout, seconds")
@@ -43,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         target_class=args.target_class,
         aux_capture=args.aux_capture,
         num_draft_tokens=args.num_draft_tokens,
+        k=args.k,
         num_prompts=args.num_prompts,
     )
     if args.workers < 1:
