@@ -14,7 +14,6 @@ import json
 import math
 import os
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,10 +106,6 @@ class Checkpoint:
 
         with safe_open(str(info.file), framework="pt") as f:
             return f.get_tensor(name)
-
-    def iter_tensors(self) -> Iterator[tuple[str, object]]:
-        for name in self.tensors:
-            yield name, self.read_tensor(name)
 
 
 def open_checkpoint(path: str | Path) -> Checkpoint:
@@ -379,13 +374,6 @@ def _resolve_hf_cache(repo_id: str) -> Path | None:
         return Path(snapshot_download(repo_id, local_files_only=True))
     except (LocalEntryNotFoundError, ValueError, OSError):
         return None
-
-
-def dtype_summary(ck: Checkpoint) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for t in ck.tensors.values():
-        counts[t.dtype] = counts.get(t.dtype, 0) + 1
-    return counts
 
 
 def total_bytes(ck: Checkpoint) -> int:

@@ -47,7 +47,6 @@ from kit.loading import LoadReport, simulate_keys
 
 CHUNK = 8 << 20  # buffer of the read/write fallback copy
 WINDOW = 8 << 20  # bytes of each file mapped at once while verifying
-SAFETENSORS_NAME = "model.safetensors"
 
 
 @dataclass

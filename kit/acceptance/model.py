@@ -175,7 +175,3 @@ class Run:
         if not self.position_weight:
             return []
         return [round(s / self.position_weight, 4) for s in self.position_sums]
-
-    @property
-    def spec_windows(self) -> int:
-        return self.accept_len.count
