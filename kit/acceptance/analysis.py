@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kit.acceptance.formulas import ACCEPT_LEN_SOURCE, V1_RATE, VLLM_ACCEPT_LEN_SOURCE
@@ -205,7 +206,8 @@ def zero_acceptance(run: Run) -> Finding | None:
     return Finding(
         code="ZERO_ACCEPTANCE",
         severity=Severity.CRITICAL,
-        title="No drafted token is accepted: every verify step keeps only the target's own token",
+        title=f"{Path(run.source).name}: no drafted token is accepted; every verify step keeps "
+        "only the target's own token",
         evidence=tuple(evidence),
         fix="The draft is not running as trained. Check which checkpoint keys the engine loads "
         "or silently drops (`python -m kit simulate`) and the hidden-state width that reaches the "
