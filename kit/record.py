@@ -48,7 +48,9 @@ def record(name: str, value: Any) -> None:
     """Publish `value` under `name` in the running notebook (invisible on the page)."""
     from IPython.display import display
 
-    display({MIME: {"name": name, "value": to_jsonable(value)}}, raw=True)
+    # stored as a JSON string: nbformat writes notebooks with sorted keys, which would reorder
+    # every recorded dict (table columns, figure fields) on the way through the file
+    display({MIME: {"name": name, "json": json.dumps(to_jsonable(value))}}, raw=True)
 
 
 def read_records(nb: nbformat.NotebookNode | str | Path) -> dict[str, Any]:
@@ -62,5 +64,5 @@ def read_records(nb: nbformat.NotebookNode | str | Path) -> dict[str, Any]:
         for output in cell.get("outputs", ()):
             payload = output.get("data", {}).get(MIME)
             if payload is not None:
-                records[payload["name"]] = payload["value"]
+                records[payload["name"]] = json.loads(payload["json"])
     return records

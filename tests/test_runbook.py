@@ -43,7 +43,8 @@ def executed(tmp_path_factory):
     src = tmp_path_factory.mktemp("notebooks")
     write_notebook(
         src, "01_key_inspection", "x = 1", "import os\nrecord('answer', x * 7)\n"
-        "record('renderer', os.environ.get('PLOTLY_RENDERER'))"
+        "record('renderer', os.environ.get('PLOTLY_RENDERER'))\n"
+        "record('row', {'name': 'fc.weight', 'dtype': 'BF16', 'bytes': 3})"
     )  # fmt: skip
     write_notebook(
         src, "02_load_weights_simulation", "path = None",
@@ -66,6 +67,13 @@ def test_parameters_reach_the_kernel_and_records_come_back(executed):
     first = results[0]
     assert first.status == "ok" and first.records["answer"] == 42
     assert read_records(out / "01_key_inspection.ipynb")["answer"] == 42
+
+
+def test_records_keep_their_key_order_through_the_notebook_file(executed):
+    """nbformat writes sorted keys; a table's columns must still come back in their order."""
+    _, out = executed
+    row = read_records(out / "01_key_inspection.ipynb")["row"]
+    assert list(row) == ["name", "dtype", "bytes"]
 
 
 def test_kernels_embed_plotly_for_offline_html(executed):
@@ -175,8 +183,8 @@ def test_read_records_ignores_other_outputs_and_keeps_the_last():
     cell = nbformat.v4.new_code_cell("")
     cell.outputs = [
         nbformat.v4.new_output("display_data", {"text/plain": "x"}),
-        nbformat.v4.new_output("display_data", {MIME: {"name": "a", "value": 1}}),
-        nbformat.v4.new_output("display_data", {MIME: {"name": "a", "value": 2}}),
+        nbformat.v4.new_output("display_data", {MIME: {"name": "a", "json": "1"}}),
+        nbformat.v4.new_output("display_data", {MIME: {"name": "a", "json": "2"}}),
     ]
     nb.cells = [cell]
     assert read_records(nb) == {"a": 2}
