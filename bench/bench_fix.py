@@ -17,11 +17,12 @@ import json
 import os
 import shutil
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from bench._files import write_streamed
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(__file__).resolve().parent / "out" / "fix.md"
@@ -82,17 +83,9 @@ def write_draft(folder: Path) -> int:
             n *= d
         header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + n]}
         offset += n
-    body = json.dumps(header).encode()
-    body += b" " * (-len(body) % 8)
     block = bytes(range(1, 256)) * ((64 << 20) // 255)  # bool-safe bytes are rewritten below
-    with open(folder / "model.safetensors", "wb") as f:
-        f.write(struct.pack("<Q", len(body)) + body)
-        left = offset
-        while left:
-            k = min(left, len(block))
-            f.write(block[:k])
-            left -= k
-    _valid_maps(folder / "model.safetensors", header, 8 + len(body))
+    data_start = write_streamed(folder / "model.safetensors", header, offset, block)
+    _valid_maps(folder / "model.safetensors", header, data_start)
     config = json.loads((ROOT / "data/samples/speculators-0.9.0-tiny/config.json").read_text())
     config["draft_vocab_size"] = VD
     config["transformer_layer_config"] |= {

@@ -13,13 +13,14 @@ Files are freshly written, so both sides read from a warm page cache. safetensor
 from __future__ import annotations
 
 import json
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from bench._files import write_streamed
 
 ROOT = Path(__file__).resolve().parent.parent
 BIG_BYTES = 2 << 30  # 2 GiB
@@ -49,16 +50,8 @@ def write_safetensors(path: Path, names: list[str], total_bytes: int) -> None:
             "data_offsets": [offset, offset + per * 2],
         }
         offset += per * 2
-    body = json.dumps(header).encode()
-    body += b" " * (-len(body) % 8)
     pattern = bytes(range(256)) * (WRITE_CHUNK // 256)  # non-zero: real pages, not a sparse file
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(body)) + body)
-        left = offset
-        while left:
-            n = min(left, len(pattern))
-            f.write(pattern[:n])
-            left -= n
+    write_streamed(path, header, offset, pattern)
 
 
 def write_sharded(folder: Path, shard_bytes: int) -> Path:
