@@ -17,9 +17,8 @@ Faults come from the other analyses, not from a hand-picked list:
   * `use_d2t=False`: draft ids used as target ids (no vocabulary map).
 
 Prompts are bounded line completions (free-running greedy text falls into loops that inflate
-acceptance, shared/reference/organism-notes.md): each completion stops at a stop token or after
-`max_new_tokens`, and the target's continuation runs `k` tokens further so the last verify step
-compares `k` real tokens like every other.
+acceptance): each completion stops at a stop token or after `max_new_tokens`, and a verify step
+that reaches that last token counts nothing past it, as the server would.
 """
 
 from __future__ import annotations
@@ -271,14 +270,21 @@ def _chains(
 
 
 def _walk(drafts: torch.Tensor, seq: torch.Tensor, start: int, end: int, counts) -> None:
-    """Verify steps of one sequence: the prefill emits seq[start]; steps run until `end`."""
+    """Verify steps of one sequence: the prefill emits seq[start]; steps run until the request
+    finishes at seq[end - 1] (its stop token or its length limit).
+
+    A step that reaches the last token keeps nothing after it, as SGLang does: tokens past a
+    finished request's last one are set to -1 before `accept_length` is counted
+    (sglang 0.5.10 `srt/speculative/eagle_info.py` L406-L436). Scoring them would credit the
+    draft for guessing the next line, which the server never emits.
+    """
     p = start
     k = drafts.shape[-1]
     while p < end - 1:
-        d = drafts[p - 1]
-        truth = seq[p + 1 : p + 1 + k]
-        match = (d == truth).long().cumprod(0)
-        a = int(match.sum())
+        left = end - 1 - p  # tokens this request still emits, its last one included
+        truth = seq[p + 1 : p + 1 + min(k, left)]
+        match = (drafts[p - 1][: len(truth)] == truth).long().cumprod(0)
+        a = min(int(match.sum()), left - 1)
         counts["steps"] += 1
         counts["accepted"] += a
         for i in range(a):
@@ -348,7 +354,7 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
     with torch.inference_mode():
         for length, group in items:
             ids = torch.tensor([g.ids for g in group], device=device)
-            cont = _greedy(target, ids, max_new_tokens + k)
+            cont = _greedy(target, ids, max_new_tokens)
             seq = torch.cat([ids, cont], 1)
             drafts, fc = _chains(draft, seq, _hidden(target, seq, wiring), k)
             drafts, fc_applied = drafts.cpu(), fc_applied or fc

@@ -497,8 +497,10 @@ display(table(wirings))"""),
     md("""
 ## Acceptance per draft position
 
-The first drafted token lands most often; each later one needs all before it accepted. A fault
-that flattens every position to zero is what a server with `accept len 1.00` runs.
+The first drafted token lands most often; each later one needs all before it accepted, and a
+completion that ends within the chain's reach counts nothing past its last token (as the server
+stops there). A fault that flattens every position to zero is what a server with
+`accept len 1.00` runs.
 """),
     code("""
 import plotly.graph_objects as go

@@ -61,6 +61,22 @@ def test_walk_counts_exact_accepts_per_step():
     assert counts == {"steps": 3, "accepted": 5, "emitted": 8, "pos": [2, 2, 1]}
 
 
+def test_walk_counts_nothing_past_the_requests_last_token():
+    """A step whose drafts run past the stop token keeps only up to it, as SGLang does
+    (0.5.10 srt/speculative/eagle_info.py L406-L436: tokens after a finished request's last one
+    are set to -1 before accept_length is counted)."""
+    seq = torch.arange(20)
+    drafts = torch.full((19, 5), -1)
+    drafts[4] = torch.tensor([6, 7, 8, 9, 10])  # p=5: all five agree with the target ...
+    counts = {"steps": 0, "accepted": 0, "emitted": 0, "pos": [0] * 5}
+    _walk(drafts, seq, start=5, end=9, counts=counts)  # ... but seq[8] is the stop token
+    # emits seq[6], seq[7], seq[8] and stops: 2 drafted tokens counted, not 5
+    assert counts == {"steps": 1, "accepted": 2, "emitted": 3, "pos": [1, 1, 0, 0, 0]}
+    counts = {"steps": 0, "accepted": 0, "emitted": 0, "pos": [0] * 5}
+    _walk(drafts, seq, start=5, end=20, counts=counts)  # no stop in reach: all five count
+    assert counts["accepted"] == 5 and counts["pos"][:5] == [1, 1, 1, 1, 1]
+
+
 def test_healthy_wiring_reaches_the_must_show_figures(target, prompts):
     """Healthy on 300 held-out line completions at k = 5: step-0 ≥ 0.65, accept len ≥ 3.0."""
     r = evaluate(TARGET, DRAFT, k=5, prompts=prompts, target=target, progress=False)
@@ -69,7 +85,7 @@ def test_healthy_wiring_reaches_the_must_show_figures(target, prompts):
     assert r.step0_accuracy >= 0.65
     assert r.accept_len >= 3.0
     assert r.per_position == sorted(r.per_position, reverse=True)
-    assert r.accept_rate["vllm"] == pytest.approx(r.accepted / r.drafted)
+    assert r.accept_rate["vllm"] == pytest.approx(r.accepted / r.drafted, abs=1e-6)
 
 
 def test_incident_is_reproduced_from_the_analyses(target, prompts):
@@ -91,9 +107,8 @@ def test_incident_is_reproduced_from_the_analyses(target, prompts):
 def test_rename_alone_stays_below_healthy_and_both_fixes_restore_it(target, prompts, tmp_path):
     """The incident's first fix (`python -m kit fix --for sglang==0.5.10`, layers.0 -> midlayer)
     alone: every key loads, but with capture off the final post-norm state still skips fc
-    (0.5.10 llama_eagle3.py:176): step-0 acceptance halves and accept len falls well below
-    healthy (the issue asked for ≤ 1.9; this organism measures about 2.4, see data/README.md).
-    With capture on as well: healthy again, to the count."""
+    (0.5.10 llama_eagle3.py:176): step-0 acceptance halves and accept len falls to ≤ 1.9, well
+    below healthy. With capture on as well: healthy again, to the count."""
     ck = open_checkpoint(DRAFT)
     fixed = write_fixed(ck, plan_fix(ck, load_draft_config(DRAFT), "sglang==0.5.10"),
                         tmp_path / "renamed")  # fmt: skip
@@ -105,7 +120,8 @@ def test_rename_alone_stays_below_healthy_and_both_fixes_restore_it(target, prom
     assert "KEYS_SILENTLY_DROPPED" not in {f.code for f in renamed.findings}
     assert renamed.wiring["fc_applied"] is False
     assert renamed.step0_accuracy < 0.6 * healthy.step0_accuracy
-    assert renamed.accept_len < 0.6 * healthy.accept_len
+    assert renamed.accept_len <= 1.9 < healthy.accept_len
+    assert renamed.emitted == healthy.emitted  # greedy verification emits the same text
     assert both.wiring["fc_applied"] is True
     assert both.to_dict()["counts"] == healthy.to_dict()["counts"]
 
