@@ -93,18 +93,16 @@ def test_cli_missing_log_is_one_line_naming_the_file(sample_dir, tmp_path):
 
 
 def test_offline_acceptance_sets_the_expectation_the_logs_are_judged_against():
-    """The organism pair: healthy offline accept len is what the served figure should reach."""
-    report = diagnose(
-        ORGANISM / "draft",
-        target=ORGANISM / "target",
-        num_prompts=20,
-        logs=[LOGS / "after-both-fixes.log"],
-        aux_capture=False,
-    )
-    healthy = report.facts["offline_accept_len_healthy"]
-    assert healthy > 3.0 > 1.1 > report.facts["offline_accept_len_as_deployed"]
-    below = [f for f in report.findings if f.code == "BELOW_EXPECTED_ACCEPT_LEN"]
+    """The organism pair: healthy offline accept len is what the served figure should reach.
+    The incident's log (accept len 1.00) falls far below it; the fixed deployment's does not."""
+    common = {"target": ORGANISM / "target", "num_prompts": 20, "aux_capture": False}
+    before = diagnose(ORGANISM / "draft", logs=[LOGS / "before.log"], **common)
+    healthy = before.facts["offline_accept_len_healthy"]
+    assert healthy > 3.0 > 1.1 > before.facts["offline_accept_len_as_deployed"]
+    below = [f for f in before.findings if f.code == "BELOW_EXPECTED_ACCEPT_LEN"]
     assert below and f"{healthy:.2f}" in below[0].title
+    fixed = diagnose(ORGANISM / "draft", logs=[LOGS / "after-both-fixes.log"], **common)
+    assert "BELOW_EXPECTED_ACCEPT_LEN" not in {f.code for f in fixed.findings}
 
 
 def test_cli_fail_on_gates_the_exit_code(sample_dir):
