@@ -37,7 +37,7 @@ if case["mode"] == "baseline":
         groups.setdefault(len(p.ids), []).append(p.ids)
     with torch.inference_mode():
         for ids in groups.values():
-            _greedy(target, torch.tensor(ids), 24 + 5)
+            _greedy(target, torch.tensor(ids), 24)  # evaluate's max_new_tokens
 else:
     r = evaluate(org + "/target", org + "/draft", k=5, progress=False, **case["args"])
     out.update(accept_len=r.accept_len, step0=r.step0_accuracy)
