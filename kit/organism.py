@@ -17,8 +17,9 @@ Faults come from the other analyses, not from a hand-picked list:
   * `use_d2t=False`: draft ids used as target ids (no vocabulary map).
 
 Prompts are bounded line completions (free-running greedy text falls into loops that inflate
-acceptance): each completion stops at a stop token or after `max_new_tokens`, and a verify step
-that reaches that last token counts nothing past it, as the server would.
+acceptance): each completion stops at a stop token or after `max_new_tokens`. Engines count the
+verify step that reaches that last token differently (`STOP_COUNTING`), so the figures count it as
+one named engine does: the family of `as_loaded_by` unless `count_as` says otherwise.
 """
 
 from __future__ import annotations
@@ -40,6 +41,15 @@ from kit.errors import KitError
 from kit.findings import Finding, Severity
 
 HEALTHY_RELEASE = "vllm==0.11.2"  # reads speculators configs, layers.0.* keys and top-level aux ids
+# Does an engine's accepted-token counter include drafted tokens verified past the request's last
+# token (its stop token or length limit)? Read in the releases cited; the same code path is
+# assumed for the engine's other releases.
+STOP_COUNTING: dict[str, tuple[bool, str]] = {
+    "sglang": (False, "sglang 0.5.10 srt/speculative/eagle_info.py L406-L436: tokens after a "
+                      "finished request's last one are set to -1 before accept_length is counted"),
+    "vllm": (True, "vllm 0.11.2 v1/core/sched/scheduler.py L1023-L1040: num_accepted is taken "
+                   "before the stop check trims the tokens (L1050, L1171-L1189)"),
+}  # fmt: skip
 PROGRESS_MIN_GROUPS = 8  # show a progress bar from this many prompt groups on
 NEAR_ZERO_ACCEPT_LEN = 1.1
 
@@ -269,27 +279,28 @@ def _chains(
     return torch.stack(out, -1), fc
 
 
-def _walk(drafts: torch.Tensor, seq: torch.Tensor, start: int, end: int, counts) -> None:
+def _walk(
+    drafts: torch.Tensor, seq: torch.Tensor, start: int, end: int, counts, past_stop: bool = False
+) -> None:
     """Verify steps of one sequence: the prefill emits seq[start]; steps run until the request
     finishes at seq[end - 1] (its stop token or its length limit).
 
-    A step that reaches the last token keeps nothing after it, as SGLang does: tokens past a
-    finished request's last one are set to -1 before `accept_length` is counted
-    (sglang 0.5.10 `srt/speculative/eagle_info.py` L406-L436). Scoring them would credit the
-    draft for guessing the next line, which the server never emits.
+    The step that reaches that last token emits nothing after it; whether the drafted tokens the
+    target also verified past it count as accepted depends on the engine (`STOP_COUNTING`):
+    `past_stop` counts them, as vLLM's counters do, and needs `k` tokens of `seq` after `end`.
     """
     p = start
     k = drafts.shape[-1]
     while p < end - 1:
         left = end - 1 - p  # tokens this request still emits, its last one included
-        truth = seq[p + 1 : p + 1 + min(k, left)]
+        truth = seq[p + 1 : p + 1 + (k if past_stop else min(k, left))]
         match = (drafts[p - 1][: len(truth)] == truth).long().cumprod(0)
-        a = min(int(match.sum()), left - 1)
+        a = int(match.sum()) if past_stop else min(int(match.sum()), left - 1)
         counts["steps"] += 1
         counts["accepted"] += a
         for i in range(a):
             counts["pos"][i] += 1
-        counts["emitted"] += a + 1
+        counts["emitted"] += min(a + 1, left)
         p += a + 1
 
 
@@ -307,26 +318,34 @@ def evaluate(
     max_new_tokens: int = 24,
     target=None,
     threads: int | None = 1,
+    count_as: str | None = None,
 ) -> OfflineResult:
     """Offline acceptance of `draft_dir` on `target_dir`, wired as described (see module doc).
 
-    `threads` pins torch's CPU threads for the run (restored after), so figures repeat whatever
-    else shares the machine; None leaves torch's setting alone.
+    `count_as` ("sglang" or "vllm") names the engine whose counters the figures reproduce
+    (default: the engine of `as_loaded_by`, else of `HEALTHY_RELEASE`). `threads` pins torch's
+    CPU threads for the run (restored after), so figures repeat whatever else shares the
+    machine; None leaves torch's setting alone.
     """
     before = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
     try:
         return _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers,
-                         use_d2t, prompts, device, progress, max_new_tokens, target)  # fmt: skip
+                         use_d2t, prompts, device, progress, max_new_tokens, target,
+                         count_as)  # fmt: skip
     finally:
         torch.set_num_threads(before)
 
 
 def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, use_d2t,
-              prompts, device, progress, max_new_tokens, target) -> OfflineResult:  # fmt: skip
+              prompts, device, progress, max_new_tokens, target, count_as) -> OfflineResult:  # fmt: skip
     if k < 1:
         raise KitError(f"k must be at least 1, got {k}")
+    count_as = count_as or parse_engine(as_loaded_by or HEALTHY_RELEASE).name
+    if count_as not in STOP_COUNTING:
+        raise KitError(f"cannot count as {count_as!r}; use one of {', '.join(STOP_COUNTING)}")
+    past_stop = STOP_COUNTING[count_as][0]
     target_dir, draft_dir = Path(target_dir), Path(draft_dir)
     if prompts is None:
         prompts = _default_prompts(target_dir)
@@ -354,14 +373,14 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
     with torch.inference_mode():
         for length, group in items:
             ids = torch.tensor([g.ids for g in group], device=device)
-            cont = _greedy(target, ids, max_new_tokens)
+            cont = _greedy(target, ids, max_new_tokens + (k if past_stop else 0))
             seq = torch.cat([ids, cont], 1)
             drafts, fc = _chains(draft, seq, _hidden(target, seq, wiring), k)
             drafts, fc_applied = drafts.cpu(), fc_applied or fc
             seq = seq.cpu()
             for b, pr in enumerate(group):
                 end = length + _completion_len(cont[b].tolist(), pr.stop_ids, max_new_tokens)
-                _walk(drafts[b], seq[b], length, end, counts)
+                _walk(drafts[b], seq[b], length, end, counts, past_stop)
             if bar is not None:
                 bar.update(len(group))
     if bar is not None:
@@ -382,6 +401,8 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
             "fc_applied": fc_applied,
             "device": device,
             "max_new_tokens": max_new_tokens,
+            "counted_as": count_as,
+            "counting": STOP_COUNTING[count_as][1],
             **wiring.notes,
         },
     )
@@ -405,6 +426,7 @@ def _describe(wiring: dict[str, Any]) -> tuple[str, ...]:
         f"loaded as {wiring['as_loaded_by']}",
         f"draft fed: {feed}; fc {'applied' if wiring['fc_applied'] else 'bypassed'}",
         f"d2t map {'used' if wiring['use_d2t'] else 'not used'}",
+        f"counted as {wiring['counted_as']} counts a step that reaches the stop token",
     )
 
 
@@ -457,13 +479,15 @@ def fault_matrix(
     """Healthy wiring, then the incident on `release` and its fixes one at a time.
 
     The key rename is the kit's own fix (`kit.rewrite.plan_fix` + `write_fixed` into a
-    temporary folder), then measured as `release` loads the rewritten checkpoint.
+    temporary folder), then measured as `release` loads the rewritten checkpoint. Every row,
+    healthy included, is counted as `release`'s engine counts, so the rows compare.
     """
     import tempfile
 
     from kit.rewrite import plan_fix, write_fixed
 
     target = load_target(target_dir, kw.get("device", "cpu"))
+    kw.setdefault("count_as", parse_engine(release).name)
 
     def run(label: str, draft: Path | str, **args: Any) -> MatrixRow:
         return MatrixRow(label, args, evaluate(target_dir, draft, k, target=target, **args, **kw))

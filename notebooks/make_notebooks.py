@@ -497,9 +497,10 @@ display(table(wirings))"""),
     md("""
 ## Acceptance per draft position
 
-The first drafted token lands most often; each later one needs all before it accepted, and a
-completion that ends within the chain's reach counts nothing past its last token (as the server
-stops there). A fault that flattens every position to zero is what a server with
+The first drafted token lands most often; each later one needs all before it accepted. A
+completion that ends within the chain's reach counts as the engine counts it: SGLang counts
+nothing past the stop token, vLLM also counts the drafts verified beyond it (the `counted_as`
+field of each row). A fault that flattens every position to zero is what a server with
 `accept len 1.00` runs.
 """),
     code("""

@@ -77,9 +77,23 @@ def test_walk_counts_nothing_past_the_requests_last_token():
     assert counts["accepted"] == 5 and counts["pos"][:5] == [1, 1, 1, 1, 1]
 
 
+def test_walk_past_stop_counts_what_the_target_verified_beyond_it():
+    """vLLM takes num_accepted before its stop check trims the tokens (0.11.2
+    v1/core/sched/scheduler.py L1023-L1040, trimmed at L1050 / L1171-L1189): the drafts the
+    target verified past the stop token count as accepted; the text emitted is the same."""
+    seq = torch.arange(20)
+    drafts = torch.full((19, 5), -1)
+    drafts[4] = torch.tensor([6, 7, 8, 9, 10])
+    counts = {"steps": 0, "accepted": 0, "emitted": 0, "pos": [0] * 5}
+    _walk(drafts, seq, start=5, end=9, counts=counts, past_stop=True)
+    assert counts == {"steps": 1, "accepted": 5, "emitted": 3, "pos": [1, 1, 1, 1, 1]}
+
+
 def test_healthy_wiring_reaches_the_must_show_figures(target, prompts):
-    """Healthy on 300 held-out line completions at k = 5: step-0 ≥ 0.65, accept len ≥ 3.0."""
-    r = evaluate(TARGET, DRAFT, k=5, prompts=prompts, target=target, progress=False)
+    """Healthy on 300 held-out line completions at k = 5: step-0 ≥ 0.65, accept len ≥ 3.0,
+    counted as SGLang counts (the stricter rule: nothing past the stop token)."""
+    r = evaluate(TARGET, DRAFT, k=5, prompts=prompts, target=target, progress=False,
+                 count_as="sglang")  # fmt: skip
     assert r.prompts == 300
     assert r.wiring["fc_applied"] is True and r.wiring["aux_layers"] == [2, 4, 5]
     assert r.step0_accuracy >= 0.65
@@ -116,7 +130,9 @@ def test_rename_alone_stays_below_healthy_and_both_fixes_restore_it(target, prom
               "progress": False}  # fmt: skip
     renamed = evaluate(TARGET, fixed, aux_capture=False, **common)
     both = evaluate(TARGET, fixed, **common)
-    healthy = evaluate(TARGET, DRAFT, prompts=prompts, target=target, progress=False)
+    healthy = evaluate(
+        TARGET, DRAFT, prompts=prompts, target=target, progress=False, count_as="sglang"
+    )  # counted as the incident's engine, as the matrix does
     assert "KEYS_SILENTLY_DROPPED" not in {f.code for f in renamed.findings}
     assert renamed.wiring["fc_applied"] is False
     assert renamed.step0_accuracy < 0.6 * healthy.step0_accuracy
@@ -145,6 +161,35 @@ def test_same_numbers_on_a_rerun(target, prompts):
     b = evaluate(TARGET, DRAFT, as_loaded_by="sglang==0.5.10", prompts=prompts[:40],
                  target=target, progress=False)  # fmt: skip
     assert a.to_dict() == b.to_dict()
+
+
+def test_each_engine_counts_the_last_step_its_own_way(target, prompts):
+    """Same drafts, same verify steps, same text emitted; vLLM's counters also credit drafts
+    verified past the stop token, SGLang's do not. By default a run counts as the engine that
+    loads the draft."""
+    few = {"prompts": prompts[:60], "target": target, "progress": False}
+    sglang = evaluate(TARGET, DRAFT, count_as="sglang", **few)
+    vllm = evaluate(TARGET, DRAFT, count_as="vllm", **few)
+    assert sglang.verify_steps == vllm.verify_steps and sglang.emitted == vllm.emitted
+    assert sglang.accepted < vllm.accepted
+    assert evaluate(TARGET, DRAFT, **few).to_dict() == vllm.to_dict()  # loaded as vllm==0.11.2
+    as_sglang = evaluate(TARGET, DRAFT, as_loaded_by="sglang==0.5.10", **few)
+    assert as_sglang.wiring["counted_as"] == "sglang"
+    with pytest.raises(KitError, match="cannot count as 'tgi'"):
+        evaluate(TARGET, DRAFT, count_as="tgi", **few)
+
+
+def test_matrix_rows_all_count_as_the_release(tmp_path, capsys):
+    """The matrix compares rows, so healthy is counted as the incident's engine counts too."""
+    few = tmp_path / "few.jsonl"
+    few.write_text("\n".join(PROMPTS.read_text().splitlines()[:15]) + "\n")
+    code = main(["offline", "--target", str(TARGET), "--draft", str(DRAFT), "--prompts",
+                 str(few), "--matrix", "--json"])  # fmt: skip
+    assert code == 0
+    rows = json.loads(capsys.readouterr().out)["matrix"]
+    assert [r["wiring"]["counted_as"] for r in rows] == ["sglang"] * 5
+    assert rows[0]["wiring"]["as_loaded_by"] == "vllm==0.11.2"
+    assert rows[0]["counts"] == rows[4]["counts"]  # both fixes: healthy to the count
 
 
 def test_bad_prompts_file_is_one_clear_error(tmp_path):

@@ -37,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--prompts", metavar="JSONL", help="prompts (default: prompts.jsonl beside the target)"
     )
     parser.add_argument("--max-new-tokens", type=int, default=24)
+    parser.add_argument(
+        "--count-as",
+        choices=["sglang", "vllm"],
+        help="count the step that reaches a stop token as this engine does: vllm also counts "
+        "drafted tokens verified past it, sglang does not (default: the --as-loaded-by engine)",
+    )
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument(
         "--matrix",
@@ -55,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
         "device": args.device,
         "max_new_tokens": args.max_new_tokens,
         "progress": not args.json,
+        "count_as": args.count_as,
     }
     if args.matrix:
+        if args.count_as is None:
+            del common["count_as"]  # the matrix counts as its release
         rows = fault_matrix(
             args.target, args.draft, release=args.as_loaded_by or "sglang==0.5.10", k=args.k,
             **common,
@@ -69,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
                 res = r.result
                 pos = " ".join(f"{p:.2f}" for p in res.per_position)
                 print(f"{r.label:56} {res.accept_len:10.3f} {res.step0_accuracy:7.3f}  {pos}")
+            w = rows[0].result.wiring
+            print(f"counted as {w['counted_as']}: {w['counting']}")
         return 0
     result = evaluate(
         args.target,
@@ -90,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         f", fc {'applied' if w['fc_applied'] else 'bypassed'}, d2t {'on' if w['use_d2t'] else 'off'}"
     )
     print(f"prompts {result.prompts}, verify steps {result.verify_steps}, k {result.k}")
+    print(f"counted as {w['counted_as']}: {w['counting']}")
     print(f"accept len {result.accept_len:.3f}   step-0 accuracy {result.step0_accuracy:.3f}")
     print("per position  " + " ".join(f"{p:.3f}" for p in result.per_position))
     for label, rate in result.accept_rate.items():
