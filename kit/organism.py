@@ -426,7 +426,7 @@ def _describe(wiring: dict[str, Any]) -> tuple[str, ...]:
         f"loaded as {wiring['as_loaded_by']}",
         f"draft fed: {feed}; fc {'applied' if wiring['fc_applied'] else 'bypassed'}",
         f"d2t map {'used' if wiring['use_d2t'] else 'not used'}",
-        f"counted as {wiring['counted_as']} counts a step that reaches the stop token",
+        f"a step that reaches the stop token counted as {wiring['counted_as']} counts it",
     )
 
 
@@ -487,7 +487,7 @@ def fault_matrix(
     from kit.rewrite import plan_fix, write_fixed
 
     target = load_target(target_dir, kw.get("device", "cpu"))
-    kw.setdefault("count_as", parse_engine(release).name)
+    kw["count_as"] = kw.get("count_as") or parse_engine(release).name
 
     def run(label: str, draft: Path | str, **args: Any) -> MatrixRow:
         return MatrixRow(label, args, evaluate(target_dir, draft, k, target=target, **args, **kw))

@@ -64,8 +64,6 @@ def run(args: argparse.Namespace) -> int:
         "count_as": args.count_as,
     }
     if args.matrix:
-        if args.count_as is None:
-            del common["count_as"]  # the matrix counts as its release
         rows = fault_matrix(
             args.target, args.draft, release=args.as_loaded_by or "sglang==0.5.10", k=args.k,
             **common,
