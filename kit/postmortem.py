@@ -54,7 +54,7 @@ th,td{border:1px solid #dde1e8;padding:4px 8px;text-align:left;vertical-align:to
 th{background:#eef0f4} td.sev{white-space:nowrap;font-weight:600}
 tr.sev-critical td.sev{color:#fff;background:#c62828} tr.sev-error td.sev{color:#c62828}
 tr.sev-warning td.sev{color:#a86400} tr.sev-info td.sev{color:#1565c0}
-.cite{color:#5b6575;font-size:12px} .fig{overflow-x:auto} .ok{color:#2e7d32;font-weight:600}
+.cite{color:#5b6575;font-size:12px} .fig,.wide{overflow-x:auto} .ok{color:#2e7d32;font-weight:600}
 .bad{color:#c62828;font-weight:600} .skip{color:#a86400;font-weight:600}
 """
 
@@ -82,7 +82,12 @@ def table_html(rows: list[dict[str, Any]], max_rows: int = MAX_ROWS) -> str:
         for row in rows[:max_rows]
     )
     more = f"<p class=meta>… {len(rows) - max_rows} more rows</p>" if len(rows) > max_rows else ""
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<div class=wide>{table}</div>{more}"  # a wide table scrolls, not the page
+
+
+def _findings_html(findings: list[Finding]) -> str:
+    return f"<div class=wide>{to_html(findings)}</div>"  # on a narrow window it scrolls alone
 
 
 def figure_html(figure: dict[str, Any]) -> str:
@@ -128,7 +133,7 @@ def verdict_html(run: Run) -> str:
     body = "".join(_cause(f) for f in causes)
     symptom = symptom_figure(run)
     glance = f"<h3>The symptom</h3>{figure_html(symptom)}" if symptom else ""
-    others = f"<h3>Other findings</h3>{to_html(rest)}" if rest else ""
+    others = f"<h3>Other findings</h3>{_findings_html(rest)}" if rest else ""
     return f'<section class="card verdict"><h2>Verdict</h2>{head}{body}{glance}{others}</section>'
 
 
@@ -142,8 +147,8 @@ def status_html(run: Run) -> str:
             f"<td>{s.seconds:.1f} s</td><td>{_e(detail)}</td></tr>"
         )
     return (
-        "<table><thead><tr><th>notebook</th><th>status</th><th>time</th><th>detail</th></tr>"
-        f"</thead><tbody>{''.join(rows)}</tbody></table>"
+        "<div class=wide><table><thead><tr><th>notebook</th><th>status</th><th>time</th>"
+        f"<th>detail</th></tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 
@@ -169,7 +174,7 @@ def step_html(step: StepResult) -> str:
         if name.startswith("table:") and name not in (RUNS_TABLE, FIXES_TABLE):
             parts.append(f"<h3>{_e(name[6:])}</h3>{table_html(value)}")
     if step.status == "ok":
-        parts.append(f"<h3>Findings of this step</h3>{to_html(step.findings)}")
+        parts.append(f"<h3>Findings of this step</h3>{_findings_html(step.findings)}")
     parts.append("</section>")
     return "".join(parts)
 
@@ -188,8 +193,13 @@ def runs_html(run: Run) -> str:
 
 def parameters_html(run: Run) -> str:
     inputs = table_html([{"input": k, "value": v} for k, v in run.inputs.items()])
-    steps = table_html(
-        [{"notebook": s.name, **s.params} for s in run.steps if s.status != "skipped"]
+    steps = table_html(  # long form: notebooks take different parameters
+        [
+            {"notebook": s.name, "parameter": k, "value": v}
+            for s in run.steps
+            if s.status != "skipped"
+            for k, v in s.params.items()
+        ]
     )
     return (
         f'<section class="card"><h2>Parameters used</h2>{inputs}'

@@ -96,6 +96,19 @@ def test_parameters_and_tables_are_shown(run):
     assert "layers.0.mlp.up_proj.weight" in page
 
 
+def test_tables_never_widen_the_page(run):
+    """Notebooks take different parameters: one row per (notebook, parameter), not a column per
+    parameter of any notebook, which widened the page past the window in the demo run."""
+    page = render(run)
+    section = page[page.index("<h3>Per notebook</h3>") :]
+    head = section[: section.index("</thead>")]
+    assert re.findall(r"<th>(\w+)</th>", head) == ["notebook", "parameter", "value"]
+    assert "<td>04_acceptance_rate</td><td>logs</td>" in section
+    assert "05_offline_acceptance" not in section  # skipped: it used no parameters
+    tables = re.findall(r"(.{0,17})<table", page)
+    assert tables and all(t.endswith("<div class=wide>") for t in tables)  # each scrolls alone
+
+
 def test_runs_compared_come_from_the_acceptance_records(run):
     run.steps[1] = StepResult(
         "04_acceptance_rate",
