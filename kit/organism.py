@@ -129,8 +129,9 @@ class OfflineResult:
 # Inputs.
 
 
-def load_prompts(path: str | Path) -> list[Prompt]:
-    """A JSONL file of `{"ids": [...], "stop_ids": [...], "text": "..."}` lines."""
+def load_prompts(path: str | Path, vocab_size: int | None = None) -> list[Prompt]:
+    """A JSONL file of `{"ids": [...], "stop_ids": [...], "text": "..."}` lines; with
+    `vocab_size`, every id must be a token of that vocabulary."""
     p = Path(path)
     try:
         lines = p.read_text().splitlines()
@@ -142,19 +143,34 @@ def load_prompts(path: str | Path) -> list[Prompt]:
             continue
         try:
             d = json.loads(line)
-            out.append(Prompt([int(i) for i in d["ids"]], [int(i) for i in d.get("stop_ids", [])],
-                              str(d.get("text", ""))))  # fmt: skip
+            pr = Prompt([int(i) for i in d["ids"]], [int(i) for i in d.get("stop_ids", [])],
+                        str(d.get("text", "")))  # fmt: skip
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             raise KitError(f"line {n} is not a prompt object with integer 'ids'", p) from None
+        if problem := _prompt_problem(pr, vocab_size):
+            raise KitError(f"line {n}: {problem}", p)
+        out.append(pr)
     if not out:
         raise KitError("no prompts in file", p)
     return out
 
 
-def _default_prompts(target_dir: Path) -> list[Prompt]:
+def _prompt_problem(pr: Prompt, vocab_size: int | None) -> str | None:
+    """Why the target cannot take this prompt (an id it has no embedding row for), or None."""
+    if not pr.ids:
+        return "a prompt needs at least one token id"
+    top = vocab_size if vocab_size is not None else float("inf")
+    bad = next((i for i in pr.ids + pr.stop_ids if not 0 <= i < top), None)
+    if bad is None:
+        return None
+    where = f" (0 … {vocab_size - 1})" if vocab_size is not None else ""
+    return f"token id {bad} is outside the target's vocabulary{where}"
+
+
+def _default_prompts(target_dir: Path, vocab_size: int) -> list[Prompt]:
     for candidate in (target_dir / "prompts.jsonl", target_dir.parent / "prompts.jsonl"):
         if candidate.is_file():
-            return load_prompts(candidate)
+            return load_prompts(candidate, vocab_size)
     raise KitError("no prompts given and no prompts.jsonl beside the target", target_dir)
 
 
@@ -347,11 +363,14 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
         raise KitError(f"cannot count as {count_as!r}; use one of {', '.join(STOP_COUNTING)}")
     past_stop = STOP_COUNTING[count_as][0]
     target_dir, draft_dir = Path(target_dir), Path(draft_dir)
-    if prompts is None:
-        prompts = _default_prompts(target_dir)
-    elif isinstance(prompts, (str, Path)):
-        prompts = load_prompts(prompts)
     target_cfg = _load_target_config(target_dir)
+    if prompts is None:
+        prompts = _default_prompts(target_dir, target_cfg.vocab_size)
+    elif isinstance(prompts, (str, Path)):
+        prompts = load_prompts(prompts, target_cfg.vocab_size)
+    for n, pr in enumerate(prompts, 1):
+        if problem := _prompt_problem(pr, target_cfg.vocab_size):
+            raise KitError(f"prompt {n}: {problem}")
     draft_cfg = load_draft_config(draft_dir)
     if target is None:
         target = load_target(target_dir, device)

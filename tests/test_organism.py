@@ -11,7 +11,7 @@ from kit.checkpoint import open_checkpoint
 from kit.cli import main
 from kit.config import load_draft_config, load_target_config
 from kit.errors import KitError
-from kit.organism import _walk, evaluate, load_prompts, load_target
+from kit.organism import Prompt, _walk, evaluate, load_prompts, load_target
 from kit.rewrite import plan_fix, write_fixed
 from tests.conftest import DATA
 
@@ -210,6 +210,30 @@ def test_cli_json(tmp_path, capsys):
     assert out["prompts"] == 15 and out["k"] == 5
     assert out["wiring"]["fc_applied"] is False
     assert {"accept_len", "accept_rate", "per_position", "step0_accuracy", "findings"} <= set(out)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"ids": [1, 99999, 3], "stop_ids": [40]}', "token id 99999 is outside"),
+        ('{"ids": [1, 4], "stop_ids": [512]}', "token id 512 is outside"),
+        ('{"ids": [1, -5, 3]}', "token id -5 is outside"),
+        ('{"ids": []}', "at least one token id"),
+    ],
+)
+def test_cli_prompt_the_target_cannot_take_is_one_line(tmp_path, capsys, line, message):
+    """Ids outside the 512-token vocabulary would be an IndexError deep in the embedding."""
+    bad = tmp_path / "prompts.jsonl"
+    bad.write_text(PROMPTS.read_text().splitlines()[0] + "\n" + line + "\n")
+    code = main(["offline", "--target", str(TARGET), "--draft", str(DRAFT), "--prompts", str(bad)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert str(bad) in err[0] and "line 2" in err[0] and message in err[0]
+
+
+def test_prompts_given_as_objects_are_checked_too(target):
+    with pytest.raises(KitError, match="prompt 2: token id 600 is outside"):
+        evaluate(TARGET, DRAFT, prompts=[Prompt([1, 4]), Prompt([1, 600])], target=target)
 
 
 def test_cli_bad_target_is_one_line(tmp_path, capsys):
