@@ -174,10 +174,21 @@ def _default_prompts(target_dir: Path, vocab_size: int) -> list[Prompt]:
     raise KitError("no prompts given and no prompts.jsonl beside the target", target_dir)
 
 
+def check_device(device: str) -> None:
+    """A device torch can name and this machine has, or one clear error."""
+    try:
+        kind = torch.device(device).type
+    except RuntimeError:
+        raise KitError(f"unknown device {device!r}; use cpu or cuda") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise KitError(f"device {device!r}: this torch build sees no CUDA device; use cpu")
+
+
 def load_target(target_dir: str | Path, device: str = "cpu"):
     """A transformers causal LM in float32 on CPU (its own dtype on a GPU), in eval mode."""
     from transformers import AutoModelForCausalLM
 
+    check_device(device)
     p = Path(target_dir)
     if not (p / "config.json").is_file():
         raise KitError("not a transformers model folder (no config.json)", p)
@@ -224,6 +235,9 @@ def plan_wiring(
     notes = {"trace": {"captured_layers": layers, "feeds": feeds, "fc_applied": cap.fc_applied}}
     if aux_layers is not None:
         feeds, layers = "aux_concat", list(aux_layers)
+        n = target_cfg.num_hidden_layers
+        if any(not 0 <= i < n for i in layers):
+            raise KitError(f"aux layers {layers} outside 0 … {n - 1} for a {n}-layer target")
     if feeds == CRASH:
         raise KitError(
             f"{release} would not run this draft with this wiring: "
@@ -272,9 +286,6 @@ def _hidden(target, seq: torch.Tensor, wiring: Wiring) -> torch.Tensor:
     hs = out.hidden_states  # [embeddings, after layer 1, …, final (post-norm in transformers)]
     if wiring.feeds == "final_hidden_post_norm":
         return hs[-1]
-    n = len(hs) - 1
-    if any(not 0 <= i < n for i in wiring.layers):
-        raise KitError(f"aux layers {wiring.layers} outside 0 … {n - 1} for a {n}-layer target")
     return torch.cat([hs[i] for i in wiring.layers], -1)
 
 
@@ -358,6 +369,12 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
               prompts, device, progress, max_new_tokens, target, count_as) -> OfflineResult:  # fmt: skip
     if k < 1:
         raise KitError(f"k must be at least 1, got {k}")
+    if max_new_tokens < 2:
+        raise KitError(
+            f"max_new_tokens must be at least 2, got {max_new_tokens}: the prefill emits the "
+            "first token, verify steps the rest"
+        )
+    check_device(device)
     count_as = count_as or parse_engine(as_loaded_by or HEALTHY_RELEASE).name
     if count_as not in STOP_COUNTING:
         raise KitError(f"cannot count as {count_as!r}; use one of {', '.join(STOP_COUNTING)}")
@@ -372,9 +389,9 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
         if problem := _prompt_problem(pr, target_cfg.vocab_size):
             raise KitError(f"prompt {n}: {problem}")
     draft_cfg = load_draft_config(draft_dir)
+    wiring = plan_wiring(target_cfg, draft_cfg, as_loaded_by, aux_capture, aux_layers, use_d2t)
     if target is None:
         target = load_target(target_dir, device)
-    wiring = plan_wiring(target_cfg, draft_cfg, as_loaded_by, aux_capture, aux_layers, use_d2t)
     draft, load_findings = load_draft(draft_dir, wiring.release, target=target, device=device)
     draft.use_d2t = use_d2t
 
@@ -404,6 +421,8 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
                 bar.update(len(group))
     if bar is not None:
         bar.close()
+    if not counts["steps"]:
+        raise KitError("no verify step ran: every completion ended at its first token")
     result = OfflineResult(
         k=k,
         prompts=len(prompts),

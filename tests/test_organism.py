@@ -236,6 +236,39 @@ def test_prompts_given_as_objects_are_checked_too(target):
         evaluate(TARGET, DRAFT, prompts=[Prompt([1, 4]), Prompt([1, 600])], target=target)
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--aux-layers", "2", "4", "99"], "aux layers [2, 4, 99] outside 0 … 7"),
+        (["--device", "tpu"], "unknown device 'tpu'"),
+        (["--max-new-tokens", "1"], "max_new_tokens must be at least 2"),
+        (["--k", "0"], "k must be at least 1"),
+    ],
+)
+def test_cli_bad_option_is_one_line_before_any_work(capsys, args, message):
+    code = main(["offline", "--target", str(TARGET), "--draft", str(DRAFT), *args])
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("error: ") and message in err[0]
+    assert "offline acceptance" not in captured.err  # no progress bar started
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only message")
+def test_cuda_on_a_cpu_only_torch_is_one_clear_error(capsys):
+    code = main(["offline", "--target", str(TARGET), "--draft", str(DRAFT), "--device", "cuda"])
+    assert code == 2 and "sees no CUDA device" in capsys.readouterr().err
+
+
+def test_completions_that_end_at_once_leave_no_figure_to_report(target):
+    """A finished line's next token is `<nl>`: no verify step, so no accept len (not 1.00)."""
+    from kit.organism_train import vocabulary
+
+    ids = {w: i for i, w in enumerate(vocabulary())}
+    line = [ids[w] for w in ["<bos>", "the", "big", "cat", "sees", "the", "small", "dog", "."]]
+    with pytest.raises(KitError, match="no verify step ran"):
+        evaluate(TARGET, DRAFT, prompts=[Prompt(line, [ids["<nl>"]])], target=target)
+
+
 def test_cli_bad_target_is_one_line(tmp_path, capsys):
     code = main(["offline", "--target", str(tmp_path), "--draft", str(DRAFT)])
     assert code == 2
