@@ -476,6 +476,10 @@ def run(
     """Plan, execute and write `run.json`, `findings.json` and `postmortem.html` into `out_dir`."""
     from kit import postmortem
 
+    try:  # before any notebook runs: a file in the way is one clear error
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise KitError(f"cannot use as the run folder: {e.strerror}", out_dir) from None
     if inputs.empty:
         inputs = inputs.with_bundled_incident()
     t0 = time.perf_counter()

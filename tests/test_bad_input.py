@@ -107,3 +107,40 @@ def test_index_cannot_reach_outside_its_folder(tmp_path):
     )
     out = run_inspect(inner)
     assert out.returncode == 2 and "outside its folder" in out.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["acceptance", "data/incident/logs/before.log", "--num-draft-tokens", "0"],
+        ["acceptance", "data/incident/logs/before.log", "--topk", "-1"],
+        ["offline", "--target", "t", "--draft", "d", "--k", "0"],
+        ["run", "--workers", "0"],
+        ["run", "--timeout", "0"],
+        ["doctor", "--draft", "d", "--num-prompts", "x"],
+        ["trace", "--draft", "d", "--target-config", "t", "--tokens", "0"],
+    ],
+)
+def test_counts_below_one_are_usage_errors(args, capsys):
+    """A count of 0 must not be read later as "not given" (0 draft tokens fell back to the D
+    inferred from the log) or divided by: argparse rejects it, exit 2, naming the option."""
+    from kit.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2
+    assert f"argument {args[-2]}:" in capsys.readouterr().err
+
+
+def test_run_folder_that_is_a_file_is_one_line(tmp_path):
+    in_the_way = tmp_path / "runs"
+    in_the_way.write_text("not a folder")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-m", "kit", "run", "--out", str(in_the_way)],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        f"error: {in_the_way}: cannot use as the run folder: File exists"
+    ]
+    assert in_the_way.read_text() == "not a folder"

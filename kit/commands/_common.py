@@ -17,6 +17,28 @@ def severity(text: str) -> Severity:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def positive_int(text: str) -> int:
+    """argparse type for counts (tokens, steps, prompts, workers): 0 or less is a usage error,
+    not a value some later step reads as "not given" or divides by."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+    return value
+
+
 def add_fail_on(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on",
@@ -53,6 +75,8 @@ def add_deployment_arguments(p: argparse.ArgumentParser, *, draft_required: bool
         help="the deployment did not capture aux hidden states",
     )
     p.add_argument(
-        "--num-draft-tokens", type=int, help="draft tokens per step (default: from logs)"
+        "--num-draft-tokens", type=positive_int, help="draft tokens per step (default: from logs)"
     )
-    p.add_argument("--num-prompts", type=int, help="offline acceptance on the first N prompts")
+    p.add_argument(
+        "--num-prompts", type=positive_int, help="offline acceptance on the first N prompts"
+    )

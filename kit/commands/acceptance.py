@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from kit.commands._common import positive_int
+
 HELP = (
     "Read SGLang/vLLM decode logs, metrics or server-info JSON; interpret acceptance per release."
 )
@@ -15,11 +17,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", help="engine release the logs come from, e.g. sglang==0.5.10")
     p.add_argument(
         "--num-draft-tokens",
-        type=int,
+        type=positive_int,
         help="SGLang speculative_num_draft_tokens (D); vLLM num_speculative_tokens",
     )
-    p.add_argument("--num-steps", type=int, help="speculative_num_steps (draft steps per verify)")
-    p.add_argument("--topk", type=int, help="speculative_eagle_topk")
+    p.add_argument(
+        "--num-steps", type=positive_int, help="speculative_num_steps (draft steps per verify)"
+    )
+    p.add_argument("--topk", type=positive_int, help="speculative_eagle_topk")
     p.add_argument("--expected-accept-len", type=float, help="accept len measured offline")
     p.add_argument("--expected-step0", type=float, help="offline step-0 accuracy (0..1)")
     p.add_argument("--baseline", help="a log of the same server without speculation")

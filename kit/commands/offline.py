@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from kit.commands._common import positive_int
+
 HELP = (
     "Measure offline acceptance (chain drafting, greedy verification) of a draft on its target, "
     "optionally wired as an engine release would wire it (dropped weights, fc bypassed, no d2t)."
@@ -32,11 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="feed these target states instead (state after K layers, HF hidden_states[K])",
     )
     parser.add_argument("--no-d2t", action="store_true", help="use draft ids as target ids")
-    parser.add_argument("--k", type=int, default=5, help="draft tokens per verify step")
+    parser.add_argument("--k", type=positive_int, default=5, help="draft tokens per verify step")
     parser.add_argument(
         "--prompts", metavar="JSONL", help="prompts (default: prompts.jsonl beside the target)"
     )
-    parser.add_argument("--max-new-tokens", type=int, default=24)
+    parser.add_argument("--max-new-tokens", type=positive_int, default=24)
     parser.add_argument(
         "--count-as",
         choices=["sglang", "vllm"],

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kit.commands._common import add_deployment_arguments, add_fail_on, gate
+from kit.commands._common import (
+    add_deployment_arguments,
+    add_fail_on,
+    gate,
+    positive_float,
+    positive_int,
+)
 
 HELP = (
     "Execute the notebooks with papermill and write the executed notebooks, postmortem.html and "
@@ -17,12 +23,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_deployment_arguments(p, draft_required=False)
     p.add_argument("--baseline-log", type=Path, help="server log of a run without speculation")
     p.add_argument(
-        "--k", type=int, help="drafts per step offline (default: --num-draft-tokens - 1, else 5)"
+        "--k",
+        type=positive_int,
+        help="drafts per step offline (default: --num-draft-tokens - 1, else 5)",
     )
     p.add_argument("--out", type=Path, default=Path("runs/latest"), help="run folder")
     add_fail_on(p)
-    p.add_argument("--timeout", type=float, default=300, help="cell execution timeout, seconds")
-    p.add_argument("--workers", type=int, default=2, help="notebooks run in parallel")
+    p.add_argument(
+        "--timeout", type=positive_float, default=300, help="cell execution timeout, seconds"
+    )
+    p.add_argument("--workers", type=positive_int, default=2, help="notebooks run in parallel")
     p.add_argument("--quiet", action="store_true", help="no progress display")
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kit.commands._common import add_fail_on, gate
+from kit.commands._common import add_fail_on, gate, positive_int
 
 HELP = (
     "Trace the target -> draft hand-over for an engine release: captured layers, hidden width, "
@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how the draft's aux ids were meant when trained (default: inferred from format)",
     )
     parser.add_argument("--device", choices=("meta", "cpu"), default="meta")
-    parser.add_argument("--tokens", type=int, default=8, help="tokens in the traced batch")
+    parser.add_argument("--tokens", type=positive_int, default=8, help="tokens in the traced batch")
     parser.add_argument("--html", metavar="PATH", help="also write the data-path figure here")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_fail_on(parser)
