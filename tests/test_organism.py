@@ -242,7 +242,6 @@ def test_prompts_given_as_objects_are_checked_too(target):
         (["--aux-layers", "2", "4", "99"], "aux layers [2, 4, 99] outside 0 … 7"),
         (["--device", "tpu"], "unknown device 'tpu'"),
         (["--max-new-tokens", "1"], "max_new_tokens must be at least 2"),
-        (["--k", "0"], "k must be at least 1"),
     ],
 )
 def test_cli_bad_option_is_one_line_before_any_work(capsys, args, message):
