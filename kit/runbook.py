@@ -112,11 +112,12 @@ class RunInputs:
         return cls().with_bundled_incident()
 
     def to_dict(self) -> dict[str, Any]:
+        """Paths as the notebooks get them (`_s`), so the shared page names no machine path."""
         d = asdict(self)
         for key, value in d.items():
             if isinstance(value, Path):
-                d[key] = str(value)
-        d["logs"] = [str(p) for p in self.logs]
+                d[key] = _s(value)
+        d["logs"] = [_s(p) for p in self.logs]
         return d
 
 

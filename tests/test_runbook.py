@@ -207,3 +207,11 @@ def test_offline_chain_matches_the_deployment():
     assert offline.params["k"] == 4
     assert RunInputs(num_draft_tokens=8).chain_length == 7
     assert RunInputs().chain_length == 5 and RunInputs(k=3, num_draft_tokens=8).chain_length == 3
+
+
+def test_bundled_inputs_name_no_machine_path():
+    """The postmortem is shared: the bundled incident's inputs read `data/…`, wherever the
+    repository was cloned, as the notebooks' own parameters do."""
+    d = RunInputs.bundled_incident().to_dict()
+    paths = [d[k] for k in ("draft", "target", "target_config", "trace_draft", "baseline_log")]
+    assert all(p.startswith("data/") for p in paths + d["logs"]), d
