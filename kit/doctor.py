@@ -93,15 +93,14 @@ def diagnose(
 
     if target_config is not None:
         from kit.capture import simulate_capture
+        from kit.inspection import check_pair
 
+        target_cfg = load_target_config(target_config)
+        traced_cfg = load_draft_config(draft_config or draft)
         capture = simulate_capture(
-            load_target_config(target_config),
-            load_draft_config(draft_config or draft),
-            release,
-            target_class=target_class,
-            aux_capture=aux_capture,
+            target_cfg, traced_cfg, release, target_class=target_class, aux_capture=aux_capture
         )
-        report.checks["capture"] = list(capture.findings)
+        report.checks["capture"] = list(capture.findings) + check_pair(target_cfg, traced_cfg)
         report.facts.update(hidden_width=capture.hidden_width, fc_applied=capture.fc_applied)
     else:
         report.skipped["capture"] = "no target config given"

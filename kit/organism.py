@@ -39,6 +39,7 @@ from kit.draft import ChainCache, Eagle3Draft, build_draft, load_state
 from kit.engines import EngineRelease, parse_engine
 from kit.errors import KitError
 from kit.findings import Finding, Severity
+from kit.inspection import check_pair
 
 HEALTHY_RELEASE = "vllm==0.11.2"  # reads speculators configs, layers.0.* keys and top-level aux ids
 # Does an engine's accepted-token counter include drafted tokens verified past the request's last
@@ -444,7 +445,8 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
             **wiring.notes,
         },
     )
-    result.findings = load_findings + wiring.findings + _verdict(result)
+    pair = check_pair(target_cfg, draft_cfg)
+    result.findings = load_findings + wiring.findings + pair + _verdict(result)
     return result
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from kit.doctor import diagnose
+from kit.findings import Severity
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
@@ -114,3 +115,15 @@ def test_cli_fail_on_gates_the_exit_code(sample_dir):
     assert _cli(*healthy).returncode == 0
     bad = _cli(*args, "--fail-on", "fatal")
     assert bad.returncode == 2 and "unknown severity" in bad.stderr
+
+
+def test_a_target_with_another_vocabulary_is_flagged(tmp_path):
+    """The draft's ids are its training tokenizer's: a target config with another vocab size
+    gets a warning; the target it was trained on does not."""
+    raw = json.loads((ORGANISM / "target" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(raw | {"vocab_size": 300}))
+    other = diagnose(ORGANISM / "draft", target_config=tmp_path, engine="sglang==0.5.12")
+    [warning] = [f for f in other.findings if f.code == "VOCAB_MISMATCH"]
+    assert warning.severity == Severity.WARNING and "the target 300" in warning.title
+    own = diagnose(ORGANISM / "draft", target_config=ORGANISM / "target", engine="sglang==0.5.12")
+    assert "VOCAB_MISMATCH" not in {f.code for f in own.findings}

@@ -282,3 +282,24 @@ def test_committed_prompts_are_what_the_training_script_writes():
     assert SEED_PROMPTS not in (SEED_TRAIN, SEED_TRAIN + 1)
     lines = [json.loads(line) for line in PROMPTS.read_text().splitlines()]
     assert lines == heldout_prompts()
+
+
+@pytest.mark.parametrize("vocab", [512, 300])
+def test_any_transformers_causal_lm_target_runs(tmp_path, prompts, vocab):
+    """Not Llama-only: a randomly initialised Qwen2 target (grouped KV heads) runs the same
+    evaluation; a target whose vocabulary differs from the draft's is flagged."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=vocab, hidden_size=128, intermediate_size=256,
+                      num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=256, tie_word_embeddings=False)  # fmt: skip
+    Qwen2ForCausalLM(cfg).save_pretrained(tmp_path)
+    fits = [p for p in prompts[:20] if max(p.ids + p.stop_ids) < vocab]
+    r = evaluate(tmp_path, DRAFT, prompts=fits, progress=False)
+    assert r.verify_steps > 0 and r.wiring["fc_applied"] is True
+    assert r.accept_len < 1.5  # a random target agrees with nothing the draft learned
+    mismatch = [f for f in r.findings if f.code == "VOCAB_MISMATCH"]
+    assert bool(mismatch) == (vocab != 512)
+    if mismatch:
+        assert "512-token vocabulary, the target 300" in mismatch[0].title
