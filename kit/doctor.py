@@ -150,7 +150,7 @@ def offline(
         beside = [target / "prompts.jsonl", target.parent / "prompts.jsonl"]
         prompts = load_prompts(next((p for p in beside if p.is_file()), beside[0]))[:num_prompts]
     model = load_target(target)
-    common = {"target": model, "prompts": prompts, "progress": False, "count_as": release.name}
+    common = {"target": model, "prompts": prompts, "progress": False, "count_as": str(release)}
     healthy = evaluate(target, draft, **common)
     deployed = evaluate(
         target, draft, as_loaded_by=str(release), aux_capture=aux_capture is not False, **common

@@ -19,7 +19,7 @@ Faults come from the other analyses, not from a hand-picked list:
 Prompts are bounded line completions (free-running greedy text falls into loops that inflate
 acceptance): each completion stops at a stop token or after `max_new_tokens`. Engines count the
 verify step that reaches that last token differently (`STOP_COUNTING`), so the figures count it as
-one named engine does: the family of `as_loaded_by` unless `count_as` says otherwise.
+one named release does: `as_loaded_by` unless `count_as` says otherwise.
 """
 
 from __future__ import annotations
@@ -36,20 +36,31 @@ from kit.checkpoint import Checkpoint, open_checkpoint
 from kit.config import DraftConfig, TargetConfig, load_draft_config
 from kit.config import load_target_config as _load_target_config
 from kit.draft import ChainCache, Eagle3Draft, build_draft, load_state
-from kit.engines import EngineRelease, parse_engine
+from kit.engines import EngineRelease, Row, VersionRange, parse_engine, pick
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 from kit.inspection import check_pair
 
 HEALTHY_RELEASE = "vllm==0.11.2"  # reads speculators configs, layers.0.* keys and top-level aux ids
-# Does an engine's accepted-token counter include drafted tokens verified past the request's last
-# token (its stop token or length limit)? Read in the releases cited; the same code path is
-# assumed for the engine's other releases.
-STOP_COUNTING: dict[str, tuple[bool, str]] = {
-    "sglang": (False, "sglang 0.5.10 srt/speculative/eagle_info.py L406-L436: tokens after a "
-                      "finished request's last one are set to -1 before accept_length is counted"),
-    "vllm": (True, "vllm 0.11.2 v1/core/sched/scheduler.py L1023-L1040: num_accepted is taken "
-                   "before the stop check trims the tokens (L1050, L1171-L1189)"),
+# Does the release's accepted-token counter include drafted tokens the target verified past the
+# request's last token (its stop token or length limit)? Each release's default worker.
+STOP_COUNTING: dict[str, list[Row[bool]]] = {
+    "sglang": [
+        Row(VersionRange("0.4.4.post2", "0.5.11"), False,
+            "spec v1 worker (SGLANG_ENABLE_SPEC_V2 off by default, 0.5.10 environ.py:442): tokens "
+            "after a finished request's last one are set to -1 before accept_length is counted "
+            "(0.5.10 srt/speculative/eagle_info.py L406-L436; 0.4.6.post1 eagle_utils.py:438-439)"),
+        Row(VersionRange("0.5.11"), True,
+            "spec v2 worker by default (0.5.11 environ.py:459): accepted drafts are summed from "
+            "the verify lengths before the stop check (0.5.11 "
+            "managers/scheduler_output_processor_mixin.py:365,442; 0.5.23 "
+            "scheduler_components/batch_result_processor.py:785-788,986-991)"),
+    ],
+    "vllm": [
+        Row(VersionRange("0.9.2"), True,
+            "num_accepted is taken before the stop check trims the tokens (0.11.2 "
+            "v1/core/sched/scheduler.py L1023-L1040, trim at L1050, L1171-L1189)"),
+    ],
 }  # fmt: skip
 PROGRESS_MIN_GROUPS = 8  # show a progress bar from this many prompt groups on
 NEAR_ZERO_ACCEPT_LEN = 1.1
@@ -314,7 +325,7 @@ def _walk(
     finishes at seq[end - 1] (its stop token or its length limit).
 
     The step that reaches that last token emits nothing after it; whether the drafted tokens the
-    target also verified past it count as accepted depends on the engine (`STOP_COUNTING`):
+    target also verified past it count as accepted depends on the release (`STOP_COUNTING`):
     `past_stop` counts them, as vLLM's counters do, and needs `k` tokens of `seq` after `end`.
     """
     p = start
@@ -350,8 +361,8 @@ def evaluate(
 ) -> OfflineResult:
     """Offline acceptance of `draft_dir` on `target_dir`, wired as described (see module doc).
 
-    `count_as` ("sglang" or "vllm") names the engine whose counters the figures reproduce
-    (default: the engine of `as_loaded_by`, else of `HEALTHY_RELEASE`). `threads` pins torch's
+    `count_as` (e.g. "sglang==0.5.10") names the release whose counters the figures reproduce
+    (default: `as_loaded_by`, else `HEALTHY_RELEASE`). `threads` pins torch's
     CPU threads for the run (restored after), so figures repeat whatever else shares the
     machine; None leaves torch's setting alone.
     """
@@ -376,10 +387,9 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
             "first token, verify steps the rest"
         )
     check_device(device)
-    count_as = count_as or parse_engine(as_loaded_by or HEALTHY_RELEASE).name
-    if count_as not in STOP_COUNTING:
-        raise KitError(f"cannot count as {count_as!r}; use one of {', '.join(STOP_COUNTING)}")
-    past_stop = STOP_COUNTING[count_as][0]
+    counter = parse_engine(count_as or as_loaded_by or HEALTHY_RELEASE)
+    counting = pick(STOP_COUNTING[counter.name], counter)
+    past_stop = counting.value
     target_dir, draft_dir = Path(target_dir), Path(draft_dir)
     target_cfg = _load_target_config(target_dir)
     if prompts is None:
@@ -440,8 +450,8 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
             "fc_applied": fc_applied,
             "device": device,
             "max_new_tokens": max_new_tokens,
-            "counted_as": count_as,
-            "counting": STOP_COUNTING[count_as][1],
+            "counted_as": str(counter),
+            "counting": counting.source,
             **wiring.notes,
         },
     )
@@ -520,14 +530,14 @@ def fault_matrix(
 
     The key rename is the kit's own fix (`kit.rewrite.plan_fix` + `write_fixed` into a
     temporary folder), then measured as `release` loads the rewritten checkpoint. Every row,
-    healthy included, is counted as `release`'s engine counts, so the rows compare.
+    healthy included, is counted as `release` counts, so the rows compare.
     """
     import tempfile
 
     from kit.rewrite import plan_fix, write_fixed
 
     target = load_target(target_dir, kw.get("device", "cpu"))
-    kw["count_as"] = kw.get("count_as") or parse_engine(release).name
+    kw["count_as"] = kw.get("count_as") or release
 
     def run(label: str, draft: Path | str, **args: Any) -> MatrixRow:
         return MatrixRow(label, args, evaluate(target_dir, draft, k, target=target, **args, **kw))

@@ -498,9 +498,9 @@ display(table(wirings))"""),
 ## Acceptance per draft position
 
 The first drafted token lands most often; each later one needs all before it accepted. A
-completion that ends within the chain's reach counts as the engine counts it: SGLang counts
-nothing past the stop token, vLLM also counts the drafts verified beyond it (the `counted_as`
-field of each row). A fault that flattens every position to zero is what a server with
+completion that ends within the chain's reach counts as the release counts it: SGLang up to
+0.5.10 counts nothing past the stop token, SGLang from 0.5.11 and vLLM also count the drafts
+verified beyond it (the `counted_as` field of each row). A fault that flattens every position to zero is what a server with
 `accept len 1.00` runs.
 """),
     code("""

@@ -93,7 +93,7 @@ def test_healthy_wiring_reaches_the_must_show_figures(target, prompts):
     """Healthy on 300 held-out line completions at k = 5: step-0 ≥ 0.65, accept len ≥ 3.0,
     counted as SGLang counts (the stricter rule: nothing past the stop token)."""
     r = evaluate(TARGET, DRAFT, k=5, prompts=prompts, target=target, progress=False,
-                 count_as="sglang")  # fmt: skip
+                 count_as="sglang==0.5.10")  # fmt: skip
     assert r.prompts == 300
     assert r.wiring["fc_applied"] is True and r.wiring["aux_layers"] == [2, 4, 5]
     assert r.step0_accuracy >= 0.65
@@ -131,7 +131,7 @@ def test_rename_alone_stays_below_healthy_and_both_fixes_restore_it(target, prom
     renamed = evaluate(TARGET, fixed, aux_capture=False, **common)
     both = evaluate(TARGET, fixed, **common)
     healthy = evaluate(
-        TARGET, DRAFT, prompts=prompts, target=target, progress=False, count_as="sglang"
+        TARGET, DRAFT, prompts=prompts, target=target, progress=False, count_as="sglang==0.5.10"
     )  # counted as the incident's engine, as the matrix does
     assert "KEYS_SILENTLY_DROPPED" not in {f.code for f in renamed.findings}
     assert renamed.wiring["fc_applied"] is False
@@ -163,20 +163,34 @@ def test_same_numbers_on_a_rerun(target, prompts):
     assert a.to_dict() == b.to_dict()
 
 
-def test_each_engine_counts_the_last_step_its_own_way(target, prompts):
-    """Same drafts, same verify steps, same text emitted; vLLM's counters also credit drafts
-    verified past the stop token, SGLang's do not. By default a run counts as the engine that
-    loads the draft."""
+def test_each_release_counts_the_last_step_its_own_way(target, prompts):
+    """Same drafts, same verify steps, same text emitted; vLLM's counters and SGLang's from
+    0.5.11 on (spec v2 worker by default) also credit drafts verified past the stop token,
+    SGLang up to 0.5.10 does not. By default a run counts as the release that loads the draft."""
     few = {"prompts": prompts[:60], "target": target, "progress": False}
-    sglang = evaluate(TARGET, DRAFT, count_as="sglang", **few)
-    vllm = evaluate(TARGET, DRAFT, count_as="vllm", **few)
+    sglang = evaluate(TARGET, DRAFT, count_as="sglang==0.5.10", **few)
+    vllm = evaluate(TARGET, DRAFT, count_as="vllm==0.11.2", **few)
     assert sglang.verify_steps == vllm.verify_steps and sglang.emitted == vllm.emitted
     assert sglang.accepted < vllm.accepted
+    v2 = evaluate(TARGET, DRAFT, count_as="sglang==0.5.11", **few)
+    assert v2.to_dict()["counts"] == vllm.to_dict()["counts"]
+    assert "environ.py:459" in v2.wiring["counting"]
     assert evaluate(TARGET, DRAFT, **few).to_dict() == vllm.to_dict()  # loaded as vllm==0.11.2
     as_sglang = evaluate(TARGET, DRAFT, as_loaded_by="sglang==0.5.10", **few)
-    assert as_sglang.wiring["counted_as"] == "sglang"
-    with pytest.raises(KitError, match="cannot count as 'tgi'"):
-        evaluate(TARGET, DRAFT, count_as="tgi", **few)
+    assert as_sglang.wiring["counted_as"] == "sglang==0.5.10"
+    with pytest.raises(KitError, match="unknown engine 'tgi'"):
+        evaluate(TARGET, DRAFT, count_as="tgi==1.0", **few)
+
+
+def test_stop_counting_covers_every_modelled_release():
+    from kit.engines import RELEASES, parse_engine, pick
+    from kit.organism import STOP_COUNTING
+
+    for name, versions in RELEASES.items():
+        rules = {v: pick(STOP_COUNTING[name], parse_engine(f"{name}=={v}")).value for v in versions}
+        if name == "sglang":  # the v1 worker's truncation up to 0.5.10, v2 from 0.5.11
+            assert not rules["0.5.10"] and rules["0.5.11"] and rules["0.5.23"]
+            assert not rules["0.4.6.post1"]
 
 
 def test_matrix_rows_all_count_as_the_release(tmp_path, capsys):
@@ -187,7 +201,7 @@ def test_matrix_rows_all_count_as_the_release(tmp_path, capsys):
                  str(few), "--matrix", "--json"])  # fmt: skip
     assert code == 0
     rows = json.loads(capsys.readouterr().out)["matrix"]
-    assert [r["wiring"]["counted_as"] for r in rows] == ["sglang"] * 5
+    assert [r["wiring"]["counted_as"] for r in rows] == ["sglang==0.5.10"] * 5
     assert rows[0]["wiring"]["as_loaded_by"] == "vllm==0.11.2"
     assert rows[0]["counts"] == rows[4]["counts"]  # both fixes: healthy to the count
 

@@ -41,9 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=positive_int, default=24)
     parser.add_argument(
         "--count-as",
-        choices=["sglang", "vllm"],
-        help="count the step that reaches a stop token as this engine does: vllm also counts "
-        "drafted tokens verified past it, sglang does not (default: the --as-loaded-by engine)",
+        metavar="ENGINE",
+        help="count the step that reaches a stop token as this release does, e.g. sglang==0.5.10 "
+        "(nothing past it) or vllm==0.11.2 (drafts verified past it too); default: --as-loaded-by",
     )
     parser.add_argument("--device", default="cpu", help="cpu or cuda")
     parser.add_argument(
