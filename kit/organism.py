@@ -51,7 +51,9 @@ STOP_COUNTING: dict[str, list[Row[bool]]] = {
             "after a finished request's last one are set to -1 before accept_length is counted "
             "(0.5.10 srt/speculative/eagle_info.py L406-L436; 0.4.6.post1 eagle_utils.py:438-439)"),
         Row(VersionRange("0.5.11"), True,
-            "spec v2 worker by default (0.5.11 environ.py:459): accepted drafts are summed from "
+            "spec v2 worker by default (0.5.11 environ.py:459; with the overlap scheduler, "
+            "which --disable-overlap-schedule turned off up to 0.5.12; always from 0.5.15 "
+            "speculative/spec_info.py:216): accepted drafts are summed from "
             "the verify lengths before the stop check (0.5.11 "
             "managers/scheduler_output_processor_mixin.py:365,442; 0.5.23 "
             "scheduler_components/batch_result_processor.py:785-788,986-991)"),
