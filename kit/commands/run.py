@@ -39,7 +39,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kit.console import make_console
     from kit.engines import parse_engine
-    from kit.errors import KitError
     from kit.findings import Severity, render_table
     from kit.runbook import RunInputs
     from kit.runbook import run as run_notebooks
@@ -59,8 +58,6 @@ def run(args: argparse.Namespace) -> int:
         k=args.k,
         num_prompts=args.num_prompts,
     )
-    if args.workers < 1:
-        raise KitError(f"--workers must be at least 1, not {args.workers}")
     result = run_notebooks(
         inputs, args.out, timeout=args.timeout, workers=args.workers, progress=not args.quiet
     )

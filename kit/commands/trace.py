@@ -71,12 +71,9 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from kit.config import load_target_config
-    from kit.errors import KitError
     from kit.findings import dumps
     from kit.trace import trace_draft
 
-    if args.tokens < 1:
-        raise KitError(f"--tokens must be at least 1, not {args.tokens}")
     draft = _draft_config(args.draft)
     if args.aux_convention:
         draft = dataclasses.replace(draft, aux_layer_convention=args.aux_convention)
