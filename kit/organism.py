@@ -398,9 +398,10 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
         prompts = _default_prompts(target_dir, target_cfg.vocab_size)
     elif isinstance(prompts, (str, Path)):
         prompts = load_prompts(prompts, target_cfg.vocab_size)
-    for n, pr in enumerate(prompts, 1):
-        if problem := _prompt_problem(pr, target_cfg.vocab_size):
-            raise KitError(f"prompt {n}: {problem}")
+    else:  # objects: files are checked line by line as they load
+        for n, pr in enumerate(prompts, 1):
+            if problem := _prompt_problem(pr, target_cfg.vocab_size):
+                raise KitError(f"prompt {n}: {problem}")
     draft_cfg = load_draft_config(draft_dir)
     wiring = plan_wiring(target_cfg, draft_cfg, as_loaded_by, aux_capture, aux_layers, use_d2t)
     if target is None:
