@@ -15,7 +15,7 @@ from typing import Any
 
 from kit.checkpoint import Checkpoint
 from kit.config import DraftConfig
-from kit.engines import EngineRelease, all_releases, parse_engine
+from kit.engines import ENGINES, EngineRelease, all_releases, parse_engine
 from kit.engines.params import (
     CONSUMED,
     DROPPED,
@@ -118,10 +118,8 @@ class LoadReport:
 
 
 def engine_module(release: EngineRelease) -> ModuleType:
-    """The rule module of the release's engine (`kit.engines.sglang` or `kit.engines.vllm`)."""
-    from kit.engines import sglang, vllm
-
-    return {"sglang": sglang, "vllm": vllm}[release.name]
+    """The rules package of the release's engine (`kit.engines.sglang`, `kit.engines.vllm`, …)."""
+    return ENGINES[release.name]
 
 
 def _release(release: EngineRelease | str) -> EngineRelease:

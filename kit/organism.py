@@ -18,7 +18,7 @@ Faults come from the other analyses, not from a hand-picked list:
 
 Prompts are bounded line completions (free-running greedy text falls into loops that inflate
 acceptance): each completion stops at a stop token or after `max_new_tokens`. Engines count the
-verify step that reaches that last token differently (`STOP_COUNTING`), so the figures count it as
+verify step that reaches that last token differently (each engine's `acceptance.STOP_COUNTING`), so the figures count it as
 one named release does: `as_loaded_by` unless `count_as` says otherwise.
 """
 
@@ -36,7 +36,7 @@ from kit.checkpoint import Checkpoint, open_checkpoint
 from kit.config import DraftConfig, TargetConfig, load_draft_config
 from kit.config import load_target_config as _load_target_config
 from kit.draft import ChainCache, Eagle3Draft, build_draft, load_state
-from kit.engines import EngineRelease, Row, VersionRange, parse_engine, pick
+from kit.engines import ENGINES, EngineRelease, parse_engine, pick
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 from kit.inspection import check_pair
@@ -44,26 +44,6 @@ from kit.inspection import check_pair
 HEALTHY_RELEASE = "vllm==0.11.2"  # reads speculators configs, layers.0.* keys and top-level aux ids
 # Does the release's accepted-token counter include drafted tokens the target verified past the
 # request's last token (its stop token or length limit)? Each release's default worker.
-STOP_COUNTING: dict[str, list[Row[bool]]] = {
-    "sglang": [
-        Row(VersionRange("0.4.4.post2", "0.5.11"), False,
-            "spec v1 worker (SGLANG_ENABLE_SPEC_V2 off by default, 0.5.10 environ.py:442): tokens "
-            "after a finished request's last one are set to -1 before accept_length is counted "
-            "(0.5.10 srt/speculative/eagle_info.py L406-L436; 0.4.6.post1 eagle_utils.py:438-439)"),
-        Row(VersionRange("0.5.11"), True,
-            "spec v2 worker by default (0.5.11 environ.py:459; with the overlap scheduler, "
-            "which --disable-overlap-schedule turned off up to 0.5.12; always from 0.5.15 "
-            "speculative/spec_info.py:216): accepted drafts are summed from "
-            "the verify lengths before the stop check (0.5.11 "
-            "managers/scheduler_output_processor_mixin.py:365,442; 0.5.23 "
-            "scheduler_components/batch_result_processor.py:785-788,986-991)"),
-    ],
-    "vllm": [
-        Row(VersionRange("0.9.2"), True,
-            "num_accepted is taken before the stop check trims the tokens (0.11.2 "
-            "v1/core/sched/scheduler.py L1023-L1040, trim at L1050, L1171-L1189)"),
-    ],
-}  # fmt: skip
 PROGRESS_MIN_GROUPS = 8  # show a progress bar from this many prompt groups on
 NEAR_ZERO_ACCEPT_LEN = 1.1
 
@@ -107,10 +87,10 @@ class OfflineResult:
     @property
     def accept_rate(self) -> dict[str, float | None]:
         """The `accept rate` each engine era would print for these counts (topk = 1, D = k+1)."""
-        from kit.acceptance.formulas import SGLANG_ACCEPT_RATE
+        from kit.engines.sglang.acceptance import ACCEPT_RATE
 
         rates: dict[str, float | None] = {}
-        for row in SGLANG_ACCEPT_RATE:
+        for row in ACCEPT_RATE:
             f = row.value
             rates[f"sglang{row.versions}"] = (
                 None if f is None else round(f.rate(self.accept_len, self.k + 1), 6)
@@ -327,7 +307,8 @@ def _walk(
     finishes at seq[end - 1] (its stop token or its length limit).
 
     The step that reaches that last token emits nothing after it; whether the drafted tokens the
-    target also verified past it count as accepted depends on the release (`STOP_COUNTING`):
+    target also verified past it count as accepted depends on the release (`STOP_COUNTING`
+    in the engine's `acceptance` rules):
     `past_stop` counts them, as vLLM's counters do, and needs `k` tokens of `seq` after `end`.
     """
     p = start
@@ -390,7 +371,7 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
         )
     check_device(device)
     counter = parse_engine(count_as or as_loaded_by or HEALTHY_RELEASE)
-    counting = pick(STOP_COUNTING[counter.name], counter)
+    counting = pick(ENGINES[counter.name].acceptance.STOP_COUNTING, counter)
     past_stop = counting.value
     target_dir, draft_dir = Path(target_dir), Path(draft_dir)
     target_cfg = _load_target_config(target_dir)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kit.acceptance import analyze, compare, expected_speedup, parse_files
-from kit.acceptance.formulas import SGLANG_ACCEPT_RATE
 from kit.engines import parse_engine, pick
+from kit.engines.sglang.acceptance import ACCEPT_RATE
 
 LOGS = Path(__file__).resolve().parent.parent / "data" / "incident" / "logs"
 INCIDENT = "[2026-03-02 09:46:21 TP0] Decode batch, #running-req: 1, #token: 508, token usage: 0.00, accept len: 1.00, accept rate: 0.20, cuda graph: False, gen throughput (token/s): 24.67, #queue-req: 0\n"
@@ -24,13 +24,13 @@ def test_zero_acceptance_rate_per_release(engine, n, printed):
     """§G: zero acceptance prints 1/(num_steps+1) in 0.5.3.post2-0.5.5 (scheduler_metrics_mixin.py
     :257-272), 1/D in 0.5.6-0.5.10 (0.5.6 :276-294), 0.00 from 0.5.11 (observability/
     scheduler_metrics_mixin.py:528-547; 0.5.23 metrics_reporter.py:973-1005)."""
-    formula = pick(SGLANG_ACCEPT_RATE, parse_engine(engine)).value
+    formula = pick(ACCEPT_RATE, parse_engine(engine)).value
     assert f"{formula.zero_rate(n):.2f}" == printed
 
 
 def test_no_rate_before_0_5_3_post2():
     """0.5.3.post1 and earlier print no accept rate (0.4.10 scheduler_metrics_mixin.py:170-191)."""
-    assert pick(SGLANG_ACCEPT_RATE, parse_engine("sglang==0.5.3.post1")).value is None
+    assert pick(ACCEPT_RATE, parse_engine("sglang==0.5.3.post1")).value is None
 
 
 def test_incident_line_is_zero_acceptance(tmp_path):

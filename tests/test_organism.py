@@ -183,11 +183,13 @@ def test_each_release_counts_the_last_step_its_own_way(target, prompts):
 
 
 def test_stop_counting_covers_every_modelled_release():
-    from kit.engines import RELEASES, parse_engine, pick
-    from kit.organism import STOP_COUNTING
+    from kit.engines import ENGINES, RELEASES, parse_engine, pick
 
     for name, versions in RELEASES.items():
-        rules = {v: pick(STOP_COUNTING[name], parse_engine(f"{name}=={v}")).value for v in versions}
+        rules = {
+            v: pick(ENGINES[name].acceptance.STOP_COUNTING, parse_engine(f"{name}=={v}")).value
+            for v in versions
+        }
         if name == "sglang":  # the v1 worker's truncation up to 0.5.10, v2 from 0.5.11
             assert not rules["0.5.10"] and rules["0.5.11"] and rules["0.5.23"]
             assert not rules["0.4.6.post1"]

@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kit.acceptance.formulas import ACCEPT_LEN_SOURCE, V1_RATE, VLLM_ACCEPT_LEN_SOURCE
 from kit.acceptance.model import Run
+from kit.engines.sglang.acceptance import ACCEPT_LEN_SOURCE
+from kit.engines.vllm.acceptance import ACCEPT_LEN_SOURCE as VLLM_ACCEPT_LEN_SOURCE
+from kit.engines.vllm.acceptance import V1_RATE
 from kit.findings import Finding, Severity, ranked
 
 FLOOR = 1.0  # accept len with zero acceptance: only the target's own token per step

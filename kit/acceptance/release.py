@@ -12,17 +12,11 @@ from collections.abc import Iterable
 
 from packaging.version import Version
 
-from kit.acceptance.formulas import (
-    SGLANG_ACCEPT_RATE,
-    SGLANG_DECODE_FORMATS,
-    SGLANG_FIELD_RANGES,
-    SGLANG_META_KEYS,
-    VLLM_FAMILIES,
-    VLLM_LOG_CALL_LINE,
-    RateFormula,
-)
 from kit.acceptance.model import Run
 from kit.engines import RELEASES, EngineRelease, Row, VersionRange, pick
+from kit.engines.sglang import acceptance as sglang
+from kit.engines.sglang.acceptance import RateFormula
+from kit.engines.vllm import acceptance as vllm
 
 MAX_D = 64
 SAMPLE = 2000
@@ -54,7 +48,7 @@ def _decode_rows(sig: tuple) -> list[Row]:
     _, header, rate, graph, trailing, _extras = sig
     match = [
         row
-        for row in SGLANG_DECODE_FORMATS
+        for row in sglang.DECODE_FORMATS
         if row.value.header == header
         and row.value.graph == (graph is not None)
         and row.value.trailing == trailing
@@ -75,21 +69,21 @@ def format_range(run: Run) -> None:
                 continue
             rng = _intersect(rng, _hull(r.versions for r in rows))
             extra_rows = [
-                SGLANG_FIELD_RANGES[k] for k in (sig[3], *sig[5]) if k in SGLANG_FIELD_RANGES
+                sglang.FIELD_RANGES[k] for k in (sig[3], *sig[5]) if k in sglang.FIELD_RANGES
             ]
             for r in extra_rows:
                 rng = _intersect(rng, r.versions)
             rows += extra_rows
         elif sig[0] == "sglang" and sig[1] == "meta_info":
-            rows = [SGLANG_META_KEYS[k] for k in sig[2]]
+            rows = [sglang.META_KEYS[k] for k in sig[2]]
             for r in rows:
                 rng = _intersect(rng, r.versions)
         elif sig[0] == "sglang" and sig[1] == "prometheus" and sig[2]:
             rng = _intersect(rng, VersionRange("0.5.3.post2"))
-        elif sig[0] == "vllm" and sig[1] in VLLM_FAMILIES:
-            rows = [VLLM_FAMILIES[sig[1]]]
-            if sig[2] in VLLM_LOG_CALL_LINE:
-                rows.append(VLLM_LOG_CALL_LINE[sig[2]])
+        elif sig[0] == "vllm" and sig[1] in vllm.FAMILIES:
+            rows = [vllm.FAMILIES[sig[1]]]
+            if sig[2] in vllm.LOG_CALL_LINE:
+                rows.append(vllm.LOG_CALL_LINE[sig[2]])
             for r in rows:
                 rng = _intersect(rng, r.versions)
         for r in rows:
@@ -139,9 +133,9 @@ def _set_denominator(run: Run, formula: RateFormula, n: int) -> None:
 def sglang_formula(run: Run, given: EngineRelease | None) -> None:
     """Pick the accept-rate formula row (and D) in force for an SGLang run."""
     pairs = _pairs(run)
-    rows = [r for r in SGLANG_ACCEPT_RATE if _overlaps(r.versions, run.release_range)]
+    rows = [r for r in sglang.ACCEPT_RATE if _overlaps(r.versions, run.release_range)]
     if given is not None:
-        row = pick(SGLANG_ACCEPT_RATE, given)
+        row = pick(sglang.ACCEPT_RATE, given)
         run.formula = row
         if row.value is not None and pairs:
             fits = _fitting_n(row.value, pairs, _known_n(run, row.value))
@@ -150,7 +144,7 @@ def sglang_formula(run: Run, given: EngineRelease | None) -> None:
             elif not fits:
                 others = [
                     r
-                    for r in SGLANG_ACCEPT_RATE
+                    for r in sglang.ACCEPT_RATE
                     if r.value is not None and _fitting_n(r.value, pairs, _known_n(run, r.value))
                 ]
                 hint = f"; they fit {others[0].versions} ({others[0].value.expr})" if others else ""

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit.acceptance.formulas import SGLANG_META_KEYS
 from kit.acceptance.model import Run, Window
+from kit.engines.sglang.acceptance import META_KEYS
 
 
 def read(obj: Any, run: Run, line_no: int = 0) -> bool:
@@ -61,7 +61,7 @@ def _meta_info(meta: dict[str, Any], run: Run, line_no: int) -> None:
     if isinstance(hist, list) and sum(hist) > 0:
         total = sum(hist)
         per_position = tuple(sum(hist[i + 1 :]) / total for i in range(len(hist) - 1))
-    keys = tuple(sorted(k for k in SGLANG_META_KEYS if k in meta))
+    keys = tuple(sorted(k for k in META_KEYS if k in meta))
     run.formats[("sglang", "meta_info", keys)] += 1
     run.add(
         Window(

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.config import DraftConfig
-from kit.engines import EngineRelease
+from kit.engines.base import EngineRelease
 
 # What an engine does with one checkpoint key.
 LOADED = "loaded"  # copied into an engine parameter (shard id for merged qkv / gate_up)

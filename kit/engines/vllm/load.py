@@ -12,7 +12,7 @@ rows cite the file and the function.
 from __future__ import annotations
 
 from kit.config import DraftConfig
-from kit.engines import EngineRelease, Row, VersionRange, pick
+from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.params import (
     CONSUMED,
     DROPPED,

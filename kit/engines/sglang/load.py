@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from kit.config import DraftConfig
-from kit.engines import EngineRelease, Row, VersionRange, pick
+from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.params import (
     CONSUMED,
     DROPPED,

@@ -1,8 +1,8 @@
-"""What each engine release prints, and how it computes the printed rate: tables of Rows.
+"""What SGLang's decode log, metrics and per-request info print, and how the printed figures are
+computed, release by release (paths inside the wheel's `sglang/srt/`).
 
-Every row cites the engine wheel's file:line (shared/reference/sglang-eagle3.md §F/§G,
-vllm-eagle3.md §5). Log formats narrow the release a file came from; the rate formula says what
-a logged `accept rate` means. Supporting a new release is adding a row.
+A logged `accept len` is tokens emitted per verify step; the `accept rate` beside it changed
+formula three times. The decode-line format narrows the release a log came from.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kit.engines import Row, VersionRange
+from kit.engines.base import Row, VersionRange
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,9 @@ DRAFTS_ONLY = RateFormula(
     rate=lambda al, n: (al - 1) / (n - 1) if n > 1 else 0.0,
 )
 
-# SGLang decode-log `accept rate` (sglang-eagle3.md §G).
-SGLANG_ACCEPT_RATE: list[Row[RateFormula | None]] = [
+
+# The decode log's `accept rate`.
+ACCEPT_RATE: list[Row[RateFormula | None]] = [
     Row(VersionRange("0.4.4.post2", "0.5.3.post2"), None,
         "0.4.10 managers/scheduler_metrics_mixin.py:170-191 (no accept rate printed)"),
     Row(VersionRange("0.5.3.post2", "0.5.6"), BONUS_PER_STEPS,
@@ -89,8 +90,8 @@ class DecodeFormat:
     default: bool = True  # False: only with SGLANG_LOG_FORWARD_ITERS=1
 
 
-# SGLang decode-line formats by release (sglang-eagle3.md §F.2).
-SGLANG_DECODE_FORMATS: list[Row[DecodeFormat]] = [
+# Decode-line formats by release.
+DECODE_FORMATS: list[Row[DecodeFormat]] = [
     Row(VersionRange("0.4.4.post2", "0.4.6"), DecodeFormat("dot", False, False, True),
         "0.4.4.post2 managers/scheduler.py:1079-1087"),
     Row(VersionRange("0.4.6", "0.4.7"), DecodeFormat("dot", False, False, False),
@@ -113,8 +114,8 @@ SGLANG_DECODE_FORMATS: list[Row[DecodeFormat]] = [
         "0.5.10 observability/scheduler_metrics_mixin.py:646 (SGLANG_LOG_FORWARD_ITERS=1)"),
 ]  # fmt: skip
 
-# Optional fields that only some releases print (sglang-eagle3.md §F.2).
-SGLANG_FIELD_RANGES: dict[str, Row[str]] = {
+# Optional fields that only some releases print.
+FIELD_RANGES: dict[str, Row[str]] = {
     "cpu graph": Row(VersionRange("0.5.2"), "cpu graph", "0.5.2: `cpu graph` on CPU"),
     "npu graph": Row(VersionRange("0.5.9"), "npu graph",
                      "0.5.10 observability/scheduler_metrics_mixin.py:648-654"),
@@ -125,48 +126,8 @@ SGLANG_FIELD_RANGES: dict[str, Row[str]] = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class VllmFamily:
-    """One vLLM spec-decode log family."""
-
-    name: str
-    rate_meaning: str
-
-
-V1_RATE = (
-    "accepted draft tokens / drafted tokens over the interval (bonus token excluded); "
-    "zero acceptance prints 0.0%"
-)
-# vLLM spec-decode log families (vllm-eagle3.md §5).
-VLLM_FAMILIES: dict[str, Row[VllmFamily]] = {
-    "v0": Row(VersionRange("0", "0.10.0"), VllmFamily("V0 Speculative metrics", V1_RATE),
-              "vllm/engine/metrics.py:475 (V0 engine)"),
-    "v1-0.8.3": Row(VersionRange("0.8.3", "0.8.5"), VllmFamily("V1 SpecDecoding (0.8.3-0.8.4)", V1_RATE),
-                    "vllm/v1/spec_decode/metrics.py (0.8.3-0.8.4)"),
-    "v1-0.8.5": Row(VersionRange("0.8.5", "0.10.2"),
-                    VllmFamily("V1 SpecDecoding (0.8.5-0.10.1.1)", V1_RATE),
-                    "vllm/v1/spec_decode/metrics.py:82 (0.8.5), :87 (0.9.2-0.10.1.1)"),
-    "v1-0.10.2": Row(VersionRange("0.10.2"), VllmFamily("V1 SpecDecoding (0.10.2+)", V1_RATE),
-                     "vllm/v1/spec_decode/metrics.py:96 (0.10.2, 0.11.0), :100 (0.11.2-0.18), "
-                     ":120 (0.24-0.33)"),
-}  # fmt: skip
-
-# `[metrics.py:N]` in the log prefix pins the release further (vllm-eagle3.md §5, call line).
-VLLM_LOG_CALL_LINE: dict[int, Row[str]] = {
-    82: Row(VersionRange("0.8.5", "0.9.2"), "metrics.py:82", "vllm 0.8.5 v1/spec_decode/metrics.py:82"),
-    87: Row(VersionRange("0.9.2", "0.10.2"), "metrics.py:87", "vllm 0.9.2-0.10.1.1 metrics.py:87"),
-    96: Row(VersionRange("0.10.2", "0.11.2"), "metrics.py:96", "vllm 0.10.2, 0.11.0 metrics.py:96"),
-    100: Row(VersionRange("0.11.2", "0.24.0"), "metrics.py:100", "vllm 0.11.2-0.18 metrics.py:100"),
-    120: Row(VersionRange("0.24.0"), "metrics.py:120", "vllm 0.24-0.33 metrics.py:120"),
-}  # fmt: skip
-
-VLLM_ACCEPT_LEN_SOURCE = (
-    "vllm: mean acceptance length = 1 + accepted / num_drafts; per-position = accepted at "
-    "position i / num_drafts (vllm/v1/spec_decode/metrics.py)"
-)
-
-# SGLang per-request meta_info keys and the releases that return them (sglang-eagle3.md §F.3).
-SGLANG_META_KEYS: dict[str, Row[str]] = {
+# Per-request meta_info keys and the releases that return them.
+META_KEYS: dict[str, Row[str]] = {
     "spec_accept_rate": Row(VersionRange("0.5.3.post2"), "spec_accept_rate",
                             "managers/tokenizer_manager.py (>=0.5.3.post2)"),
     "spec_accept_token_num": Row(VersionRange("0.5.6", "0.5.11"), "spec_accept_token_num",
@@ -178,3 +139,19 @@ SGLANG_META_KEYS: dict[str, Row[str]] = {
     "spec_num_correct_drafts": Row(VersionRange("0.5.12"), "spec_num_correct_drafts",
                                    "managers/tokenizer_manager.py (>=0.5.12)"),
 }  # fmt: skip
+
+# Does the accepted-token counter include drafted tokens the target verified past the request's last
+# token (its stop token or length limit)? Each release's default worker.
+STOP_COUNTING: list[Row[bool]] = [
+    Row(VersionRange("0.4.4.post2", "0.5.11"), False,
+        "spec v1 worker (SGLANG_ENABLE_SPEC_V2 off by default, 0.5.10 environ.py:442): tokens "
+        "after a finished request's last one are set to -1 before accept_length is counted "
+        "(0.5.10 srt/speculative/eagle_info.py L406-L436; 0.4.6.post1 eagle_utils.py:438-439)"),
+    Row(VersionRange("0.5.11"), True,
+        "spec v2 worker by default (0.5.11 environ.py:459; with the overlap scheduler, "
+        "which --disable-overlap-schedule turned off up to 0.5.12; always from 0.5.15 "
+        "speculative/spec_info.py:216): accepted drafts are summed from "
+        "the verify lengths before the stop check (0.5.11 "
+        "managers/scheduler_output_processor_mixin.py:365,442; 0.5.23 "
+        "scheduler_components/batch_result_processor.py:785-788,986-991)"),
+]  # fmt: skip
