@@ -16,7 +16,11 @@ from typing import Any
 
 from kit.errors import KitError
 
-# How an aux layer id is meant (shared/reference/checkpoint-formats.md §4).
+# How an aux layer id is meant. vLLM stores id k as the state after k decoder layers and reads a
+# config's ids verbatim (0.11.1 v1/worker/gpu_model_runner.py:3395-3420; target side 0.9.2
+# model_executor/models/llama.py:387-391); speculators writes that convention. SGLang adds 1 to the
+# ids it reads from eagle_config (0.5.10 models/llama.py:783), so SpecForge and ModelOpt write
+# them as the output of layer k.
 AFTER_K_LAYERS = "after_k_layers"  # vLLM / speculators / EAGLE: state after k decoder layers
 OUTPUT_OF_LAYER = "output_of_layer"  # SGLang explicit / SpecForge / ModelOpt: output of layer k
 
@@ -214,8 +218,9 @@ def _parse_draft_config(raw: dict[str, Any], path: Path | None) -> DraftConfig:
     ids: list[int] | None = None
     location = convention = None
     if top.get("eagle_aux_hidden_state_layer_ids"):
+        # the speculators / vLLM key: vLLM reads it verbatim as states after k layers
         ids, location = [int(i) for i in top["eagle_aux_hidden_state_layer_ids"]], "top_level"
-        convention = AFTER_K_LAYERS if speculators else OUTPUT_OF_LAYER
+        convention = AFTER_K_LAYERS
     elif eagle.get("eagle_aux_hidden_state_layer_ids"):
         ids = [int(i) for i in eagle["eagle_aux_hidden_state_layer_ids"]]
         location, convention = "eagle_config", OUTPUT_OF_LAYER
@@ -289,6 +294,28 @@ def load_draft_config(path: str | Path) -> DraftConfig:
     p = Path(path)
     p = p / "config.json" if p.is_dir() else p
     return parse_draft_config(read_json(p), p)
+
+
+def flatten_speculators(raw: dict[str, Any], arch: str) -> dict[str, Any]:
+    """A flat LlamaConfig-style dict from a speculators config, the form the engines read: the
+    layer fields at top level, `draft_vocab_size`, the norm flags and `target_hidden_size` /
+    `tie_word_embeddings` kept. Aux ids are left to each engine (they read them in different
+    places and conventions)."""
+    new = dict(raw["transformer_layer_config"])
+    new["architectures"] = [arch]
+    new["draft_vocab_size"] = raw.get("draft_vocab_size")
+    for key in ("target_hidden_size", "tie_word_embeddings"):
+        if raw.get(key) is not None:
+            new[key] = raw[key]
+    for flag in ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output"):
+        if raw.get(flag):
+            new[flag] = True
+    rope = new.get("rope_parameters")
+    if "rope_theta" not in new and isinstance(rope, dict) and "rope_theta" in rope:
+        new["rope_theta"] = rope["rope_theta"]
+    if raw.get("dtype") and "torch_dtype" not in new:
+        new["torch_dtype"] = raw["dtype"]
+    return new
 
 
 # Nested text configs of multimodal targets (Kimi-K2.5, Llama-4, Qwen-VL, Gemma-3 …).

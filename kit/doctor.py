@@ -3,6 +3,11 @@
 The same library calls the notebooks make (inspection, load replay, aux-capture trace, log analysis,
 offline acceptance), run on whatever inputs are given; a check whose input is absent is listed as
 skipped with the reason, so a verdict never hides what it did not look at.
+
+Evidence is reconciled before it is ranked: a server log with acceptance figures proves the server
+ran, so a config.json that release would refuse cannot be the one it served. The refusal then
+becomes a note (`CONFIG_NOT_SERVED`) and the keys are judged as the release loads them under its
+own config form (what `fix --for` writes).
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kit.engines import EngineRelease
+from kit.engines.vocab import Outcome
 from kit.findings import Finding, ranked
 
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
@@ -54,12 +61,13 @@ def has_weights(path: Path) -> bool:
 
 
 def diagnose(
-    draft: str | Path,
+    draft: str | Path | None = None,
     *,
     target_config: str | Path | None = None,
     draft_config: str | Path | None = None,
     engine: str = "sglang==0.5.10",
     logs: Sequence[str | Path] = (),
+    baseline_log: str | Path | None = None,
     target_class: str | None = None,
     aux_capture: bool | None = None,
     num_draft_tokens: int | None = None,
@@ -70,42 +78,18 @@ def diagnose(
     """Run every check the inputs allow. `draft_config` (default: the draft's) is what is traced;
     a transformers `target` adds offline acceptance, whose healthy figure becomes the expected
     accept length the logs are judged against (unless `expected_accept_len` is given)."""
-    from kit.config import load_draft_config, load_target_config
-    from kit.engines import parse_engine
+    from kit.engines import parse_engine, release_findings
 
     release = parse_engine(engine)
     report = Diagnosis(str(release))
-    draft = Path(draft)
-    if has_weights(draft):
-        from kit.checkpoint import open_checkpoint
-        from kit.inspection import inspect_checkpoint
-        from kit.loading import simulate_load
-
-        inspection = inspect_checkpoint(draft)
-        report.checks["inspection"] = list(inspection.findings)
-        report.facts["format"] = inspection.format.name
-        load = simulate_load(open_checkpoint(draft), load_draft_config(draft), release)
-        report.checks["load"] = list(load.findings)
-        report.facts["keys dropped silently"] = len(load.with_outcome("dropped_silently"))
-    else:
-        why = "the draft path holds a config but no weights"
-        report.skipped["inspection"] = report.skipped["load"] = why
-
-    if target_config is not None:
-        from kit.capture import simulate_capture
-        from kit.inspection import check_pair
-
-        target_cfg = load_target_config(target_config)
-        traced_cfg = load_draft_config(draft_config or draft)
-        capture = simulate_capture(
-            target_cfg, traced_cfg, release, target_class=target_class, aux_capture=aux_capture
-        )
-        report.checks["capture"] = list(capture.findings) + check_pair(target_cfg, traced_cfg)
-        report.facts.update(hidden_width=capture.hidden_width, fc_applied=capture.fc_applied)
-    else:
-        report.skipped["capture"] = "no target config given"
-
-    if target is not None and has_weights(draft):
+    if assumed := release_findings(release):
+        report.checks["release"] = assumed
+    draft = Path(draft) if draft is not None else None
+    runs = _parse_logs(logs, engine, num_draft_tokens) if logs else []
+    served = any(r.window_count for r in runs)
+    _load(report, draft, release, served)
+    _capture(report, draft_config or draft, target_config, release, target_class, aux_capture)
+    if target is not None and draft is not None and has_weights(draft):
         healthy, deployed = offline(draft, target, release, aux_capture, num_prompts)
         report.checks["offline"] = list(deployed.findings)
         report.facts.update(
@@ -116,19 +100,81 @@ def diagnose(
             expected_accept_len = healthy.accept_len
     else:
         report.skipped["offline"] = "needs a draft checkpoint and --target"
-
-    if logs:
-        from kit.acceptance import analyze, parse_files
-
-        runs = parse_files(
-            [Path(p) for p in logs], engine=engine, num_draft_tokens=num_draft_tokens
-        )
-        report.checks["acceptance"] = list(
-            analyze(runs, expected_accept_len=expected_accept_len).findings
-        )
-    else:
-        report.skipped["acceptance"] = "no server log given"
+    _acceptance(report, runs, baseline_log, engine, num_draft_tokens, expected_accept_len)
     return report
+
+
+def _parse_logs(logs: Sequence[str | Path], engine: str, num_draft_tokens: int | None) -> list:
+    from kit.acceptance import parse_files
+
+    return parse_files([Path(p) for p in logs], engine=engine, num_draft_tokens=num_draft_tokens)
+
+
+def _load(report: Diagnosis, draft: Path | None, release: EngineRelease, served: bool) -> None:
+    """Inspection and the load replay; with proof the server ran, a refused config is
+    reconciled (the config given is not the one served)."""
+    if draft is None or not has_weights(draft):
+        why = "no draft checkpoint given" if draft is None else "the draft path holds no weights"
+        report.skipped["inspection"] = report.skipped["load"] = why
+        return
+    from kit.checkpoint import open_checkpoint
+    from kit.config import load_draft_config
+    from kit.inspection import inspect_checkpoint
+    from kit.load_findings import served_findings
+    from kit.loading import simulate_load
+
+    inspection = inspect_checkpoint(draft)
+    report.checks["inspection"] = list(inspection.findings)
+    report.facts["format"] = inspection.format.name
+    load = simulate_load(open_checkpoint(draft), load_draft_config(draft), release)
+    report.checks["load"] = served_findings(load) if served else list(load.findings)
+    report.facts["keys dropped silently"] = len(load.as_served.with_outcome(Outcome.DROPPED))
+
+
+def _capture(
+    report: Diagnosis,
+    traced: str | Path | None,
+    target_config: str | Path | None,
+    release: EngineRelease,
+    target_class: str | None,
+    aux_capture: bool | None,
+) -> None:
+    if target_config is None or traced is None:
+        report.skipped["capture"] = (
+            "no target config given" if target_config is None else "no draft or draft config given"
+        )
+        return
+    from kit.capture import simulate_capture
+    from kit.config import load_draft_config, load_target_config
+    from kit.inspection import check_pair
+
+    target_cfg = load_target_config(target_config)
+    traced_cfg = load_draft_config(traced)
+    capture = simulate_capture(
+        target_cfg, traced_cfg, release, target_class=target_class, aux_capture=aux_capture
+    )
+    report.checks["capture"] = list(capture.findings) + check_pair(target_cfg, traced_cfg)
+    report.facts.update(hidden_width=capture.hidden_width, fc_applied=capture.fc_applied)
+
+
+def _acceptance(
+    report: Diagnosis,
+    runs: list,
+    baseline_log: str | Path | None,
+    engine: str,
+    num_draft_tokens: int | None,
+    expected: float | None,
+) -> None:
+    if not runs:
+        report.skipped["acceptance"] = "no server log given"
+        return
+    from kit.acceptance import analyze
+
+    baseline = None
+    if baseline_log is not None:
+        baseline = _parse_logs([baseline_log], engine, num_draft_tokens)[0]
+    analysis = analyze(runs, baseline=baseline, expected_accept_len=expected)
+    report.checks["acceptance"] = list(analysis.findings)
 
 
 def offline(

@@ -1,8 +1,8 @@
 """A reference EAGLE-3 draft `nn.Module` that follows the engines' forward pass step for step.
 
-One draft step, as SGLang's `LlamaForCausalLMEagle3` runs it (shared/reference/sglang-eagle3.md
-§C; 0.5.10 `models/llama_eagle3.py:144-190`) and where vLLM's `Eagle3LlamaForCausalLM` differs
-(vllm-eagle3.md §3):
+One draft step, as SGLang's `LlamaForCausalLMEagle3` runs it (0.5.10
+`sglang/srt/models/llama_eagle3.py:144-190`) and where vLLM's `Eagle3LlamaForCausalLM` differs
+(0.11.1 `vllm/model_executor/models/llama_eagle3.py:74-207`, `v1/spec_decode/eagle.py`):
 
     e = embed_tokens(input_ids)                                   hook: embeds
     SGLang: fc only if hidden.shape[-1] != e.shape[-1]            hook: aux_hidden_states
@@ -18,9 +18,10 @@ One draft step, as SGLang's `LlamaForCausalLMEagle3` runs it (shared/reference/s
     ids = argmax; target id = i + d2t[i]                          hook: draft_token_ids
     next hidden = s (or n with norm_output)                       hook: hidden_out
 
-Parameter names are each engine era's own (merged `qkv_proj` / `gate_up_proj`; `model.midlayer`
-in SGLang ≤0.5.11, `model.layers.{i}` later and in vLLM), so a load simulation's report can be
-applied name for name. The engines pad vocabulary rows to a multiple of 64; this module keeps the
+The module is built from the release's own parameter list (`kit.engines.<engine>.engine_params`:
+merged `qkv_proj` / `gate_up_proj`; `model.midlayer` in SGLang ≤0.5.11, `model.layers.{i}` later
+and in vLLM), so a load simulation's report applies name for name and no structural fact is
+stated twice. The engines pad vocabulary rows to a multiple of 64; this module keeps the
 exact vocabulary (padding rows are never read). Every tensor that crosses a boundary passes an
 identity `HookPoint`, and `run_with_cache` returns `{hook name: tensor}` (TransformerLens style).
 The module builds and runs on the meta device, so a full-scale draft traces without memory.
@@ -31,7 +32,6 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -39,74 +39,12 @@ from torch import nn
 
 from kit.checkpoint import Checkpoint
 from kit.config import DraftConfig
-from kit.engines import EngineRelease, Row, VersionRange, parse_engine, pick
+from kit.engines import ENGINES, EngineRelease, parse_engine
+from kit.engines.vocab import Era, FcGate, Honoured, Init, Outcome, ParamSpec, State
 from kit.errors import KitError
 
-# ---------------------------------------------------------------------------------------------
-# Engine eras: what the module looks like and does, per release (engine behaviour is data).
-
-
-@dataclass(frozen=True)
-class Era:
-    """How one range of engine releases builds and runs an EAGLE-3 Llama draft."""
-
-    engine: str  # "sglang" | "vllm"
-    layer_attr: str  # "midlayer" (one layer) | "layers" (ModuleList)
-    fc_gate: str  # "shape": fc iff width != H (SGLang) | "always": fc on target states (vLLM)
-    fc_bias_always: bool  # SGLang ≤0.4.8: plain nn.Linear, bias whatever the config says
-    norm_before_residual: bool  # whether the engine honours the config flag
-    input_norm: bool  # honours norm_before_fc (RMSNorm over K·Ht before fc)
-    fc_norm: bool  # honours fc_norm (one RMSNorm per aux chunk)
-    norm_output: bool  # honours norm_output (post-norm hidden carried to the next step)
-    aux_switch: bool  # honours eagle_config.use_aux_hidden_state=false by skipping fc
-    hidden_norm_every_layer: bool  # vLLM ≥0.18: layers i≥1 own an (unused) hidden_norm
-    d2t_param: str  # "never" | "always" | "if_reduced": when vLLM has draft_id_to_target_id
-    config_bias: bool  # `bias: true` gives fc and o_proj a bias (SGLang; vLLM builds none)
-    later_input_norm: str  # the fused-add norm that opens layers i ≥ 1
-
-
-def _sg(layer_attr, bias_always, fc_norm, norm_output, input_norm) -> Era:
-    return Era("sglang", layer_attr, "shape", bias_always, False, input_norm, fc_norm,
-               norm_output, False, False, "never", True, "hidden_norm")  # fmt: skip
-
-
-def _vl(input_norm, fc_norm, norm_output, aux_switch, hn_every, d2t) -> Era:
-    return Era("vllm", "layers", "always", False, True, input_norm, fc_norm, norm_output,
-               aux_switch, hn_every, d2t, False, "input_layernorm")  # fmt: skip
-
-
-ERAS: dict[str, list[Row[Era]]] = {
-    "sglang": [
-        Row(VersionRange("0.4.4.post2", "0.4.9"), _sg("midlayer", True, False, False, False),
-            "0.4.6.post1 models/llama_eagle3.py:107-128 (fc = nn.Linear with bias)"),
-        Row(VersionRange("0.4.9", "0.5.12"), _sg("midlayer", False, False, False, False),
-            "0.5.10 models/llama_eagle3.py:138,144,176 (fc bias = config.bias; gate :176)"),
-        Row(VersionRange("0.5.12", "0.5.17"), _sg("layers", False, True, True, False),
-            "0.5.12 models/llama_eagle3.py:160,180,218 (layers ModuleList, fc_norm, norm_output)"),
-        Row(VersionRange("0.5.17"), _sg("layers", False, True, True, True),
-            "0.5.23 models/llama_eagle3.py:163,199,238 (+ input_norm if norm_before_fc)"),
-    ],
-    "vllm": [
-        Row(VersionRange("0.9.2", "0.12.0"), _vl(False, False, False, False, False, "always"),
-            "0.9.2 v1/spec_decode/eagle.py L100-104 (fc always); models/llama_eagle3.py"),
-        Row(VersionRange("0.12.0", "0.18.0"), _vl(False, False, False, True, False, "always"),
-            "0.12.0 llama_eagle3.py combine_hidden_states (returns input if use_aux_hidden_state is False)"),
-        Row(VersionRange("0.18.0", "0.24.0"), _vl(False, False, False, True, True, "always"),
-            "0.18.0 llama_eagle3.py (hidden_norm in every layer)"),
-        Row(VersionRange("0.24.0", "0.28.0"), _vl(True, False, True, True, True, "always"),
-            "0.24.0 llama_eagle3.py (input_norm if norm_before_fc, norm_output)"),
-        Row(VersionRange("0.28.0", "0.33.0"), _vl(True, True, True, True, True, "always"),
-            "0.28.0 llama_eagle3.py (+ fc_norm)"),
-        Row(VersionRange("0.33.0"), _vl(True, True, True, True, True, "if_reduced"),
-            "0.33.0 llama_eagle3.py (draft_id_to_target_id only if draft_vocab_size != vocab)"),
-    ],
-}  # fmt: skip
-
-DEFAULT_RELEASE = {"sglang": "sglang==0.5.12", "vllm": "vllm==0.11.0"}
-
-
-def era_for(release: EngineRelease) -> Row[Era]:
-    return pick(ERAS[release.name], release)
+# The release whose module `build_draft` makes when none is named: every layout loads in it.
+DEFAULT_RELEASE = {"sglang": "sglang==0.5.12", "vllm": "vllm==0.11.2"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,20 +115,26 @@ class ChainCache:
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: DraftConfig, in_width: int, prefix: str, bias: bool):
+    def __init__(self, cfg: DraftConfig, specs: dict[str, ParamSpec], p: str, hook_prefix: str):
         super().__init__()
         self.nh, self.nkv, self.hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
         self.theta = cfg.rope_theta
-        out = (self.nh + 2 * self.nkv) * self.hd
-        self.qkv_proj = nn.Linear(in_width, out, bias=False)
+        qkv = specs[p + "qkv_proj.weight"].shape
+        self.qkv_proj = nn.Linear(qkv[1], qkv[0], bias=False)
+        bias = p + "o_proj.bias" in specs
         self.o_proj = nn.Linear(self.nh * self.hd, cfg.hidden_size, bias=bias)
-        self.hook_qkv = HookPoint(prefix + "qkv")
+        if p + "q_norm.weight" in specs:  # Qwen3 drafts (vLLM ≥0.24): per-head RMSNorm on q, k
+            self.q_norm = RMSNorm(self.hd, cfg.rms_norm_eps)
+            self.k_norm = RMSNorm(self.hd, cfg.rms_norm_eps)
+        self.hook_qkv = HookPoint(hook_prefix + "qkv")
 
     def forward(self, x: torch.Tensor, positions: torch.Tensor, kv: list | None) -> torch.Tensor:
         qkv = self.hook_qkv(self.qkv_proj(x))
         q, k, v = qkv.split([self.nh * self.hd, self.nkv * self.hd, self.nkv * self.hd], -1)
-        q = rope(q.unflatten(-1, (self.nh, self.hd)), positions, self.theta)
-        k = rope(k.unflatten(-1, (self.nkv, self.hd)), positions, self.theta)
+        q, k = q.unflatten(-1, (self.nh, self.hd)), k.unflatten(-1, (self.nkv, self.hd))
+        if hasattr(self, "q_norm"):
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = rope(q, positions, self.theta), rope(k, positions, self.theta)
         v = v.unflatten(-1, (self.nkv, self.hd))
         rep = self.nh // self.nkv
         k, v = k.repeat_interleave(rep, -2), v.repeat_interleave(rep, -2)  # [..., T, nh, hd]
@@ -213,10 +157,10 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, cfg: DraftConfig):
+    def __init__(self, hidden: int, intermediate: int):
         super().__init__()
-        self.gate_up_proj = nn.Linear(cfg.hidden_size, 2 * cfg.intermediate_size, bias=False)
-        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+        self.gate_up_proj = nn.Linear(hidden, 2 * intermediate, bias=False)
+        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.gate_up_proj(x).chunk(2, -1)
@@ -224,29 +168,29 @@ class MLP(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Layer 0 reads `cat(input_layernorm(embeds), hidden_norm(h))`; later layers read H."""
+    """Layer 0 reads `cat(input_layernorm(embeds), hidden_norm(h))`; later layers read H and open
+    with one fused-add norm (`Era.later_input_norm`). Built with exactly the norms the engine
+    builds for this layer, used or not, so a load report applies name for name."""
 
-    def __init__(self, cfg: DraftConfig, index: int, era: Era):
+    def __init__(self, cfg: DraftConfig, specs: dict[str, ParamSpec], p: str, index: int,
+                 era: Era, honoured: Honoured):  # fmt: skip
         super().__init__()
         h, eps = cfg.hidden_size, cfg.rms_norm_eps
         self.first = index == 0
-        prefix = "" if self.first else f"layers.{index}."
-        # layer 0 norms embeds and h apart; later layers open with one fused-add norm, which
-        # SGLang ≥0.5.12 calls hidden_norm and vLLM input_layernorm (≥0.18 adds an unused one)
+        hook = "" if self.first else f"layers.{index}."
         self.input_norm_name = "input_layernorm" if self.first else era.later_input_norm
-        if self.first or era.later_input_norm == "input_layernorm":
-            self.input_layernorm = RMSNorm(h, eps)
-        if self.first or era.hidden_norm_every_layer or era.later_input_norm == "hidden_norm":
-            self.hidden_norm = RMSNorm(h, eps)
-        bias = cfg.bias and era.config_bias
-        self.self_attn = Attention(cfg, 2 * h if self.first else h, prefix, bias)
-        self.post_attention_layernorm = RMSNorm(h, eps)
-        self.mlp = MLP(cfg)
-        self.norm_before_residual = cfg.norm_before_residual and era.norm_before_residual
-        self.hook_attn_in = HookPoint(prefix + "attn_in")
-        self.hook_attn_out = HookPoint(prefix + "attn_out")
-        self.hook_residual = HookPoint(prefix + "residual")
-        self.hook_mlp_out = HookPoint(prefix + "mlp_out")
+        for norm in ("input_layernorm", "hidden_norm", "post_attention_layernorm"):
+            if p + norm + ".weight" in specs:
+                setattr(self, norm, RMSNorm(h, eps))
+        if not hasattr(self, self.input_norm_name):
+            raise KitError(f"{p}{self.input_norm_name} is used but the engine builds none")
+        self.self_attn = Attention(cfg, specs, p + "self_attn.", hook)
+        self.mlp = MLP(h, specs[p + "mlp.gate_up_proj.weight"].shape[0] // 2)
+        self.norm_before_residual = honoured.norm_before_residual
+        self.hook_attn_in = HookPoint(hook + "attn_in")
+        self.hook_attn_out = HookPoint(hook + "attn_out")
+        self.hook_residual = HookPoint(hook + "residual")
+        self.hook_mlp_out = HookPoint(hook + "mlp_out")
 
     def forward(self, embeds, h, residual, positions, kv):
         if self.first:
@@ -263,48 +207,61 @@ class DecoderLayer(nn.Module):
 class Eagle3Model(nn.Module):
     """The `model.` part: embedding, fc (and its norms), decoder layer(s), final norm."""
 
-    def __init__(self, cfg: DraftConfig, era: Era):
+    def __init__(self, cfg: DraftConfig, specs: dict[str, ParamSpec], era: Era, honoured: Honoured):
         super().__init__()
-        k, ht, h = cfg.num_aux, cfg.target_width, cfg.hidden_size
+        h, eps = cfg.hidden_size, cfg.rms_norm_eps
         self.embed_tokens = Embedding(cfg.vocab_size, h)
-        if era.input_norm and cfg.norm_before_fc:
-            self.input_norm = RMSNorm(k * ht, cfg.rms_norm_eps)
-        if era.fc_norm and cfg.fc_norm:
-            self.fc_norm = nn.ModuleList(RMSNorm(ht, cfg.rms_norm_eps) for _ in range(k))
-        self.fc = nn.Linear(k * ht, h, bias=era.fc_bias_always or (cfg.bias and era.config_bias))
-        layers = [DecoderLayer(cfg, i, era) for i in range(cfg.num_hidden_layers)]
-        if era.layer_attr == "midlayer":
-            if cfg.num_hidden_layers != 1:  # 0.5.10 llama_eagle3.py: ValueError
-                raise KitError(
-                    f"{era.engine} before 0.5.12 supports exactly 1 draft layer, config has "
-                    f"{cfg.num_hidden_layers} ('EAGLE3 currently only supports 1 layer')",
-                    cfg.path,
-                )
-            self.midlayer = layers[0]
+        if "model.input_norm.weight" in specs:
+            self.input_norm = RMSNorm(specs["model.input_norm.weight"].shape[0], eps)
+        fc_norms = [n for n in specs if n.startswith("model.fc_norm.")]
+        if fc_norms:
+            ht = specs[fc_norms[0]].shape[0]
+            self.fc_norm = nn.ModuleList(RMSNorm(ht, eps) for _ in fc_norms)
+        if "model.fc.weight" in specs:
+            out_w, in_w = specs["model.fc.weight"].shape
+            self.fc = nn.Linear(in_w, out_w, bias="model.fc.bias" in specs)
+        if any(n.startswith("model.midlayer.") for n in specs):
+            self.midlayer = DecoderLayer(cfg, specs, "model.midlayer.", 0, era, honoured)
         else:
-            self.layers = nn.ModuleList(layers)
-        self.norm = RMSNorm(h, cfg.rms_norm_eps)
+            count = len({n.split(".")[2] for n in specs if n.startswith("model.layers.")})
+            self.layers = nn.ModuleList(
+                DecoderLayer(cfg, specs, f"model.layers.{i}.", i, era, honoured)
+                for i in range(count)
+            )
+        self.norm = RMSNorm(h, eps)
 
     def decoder_layers(self) -> list[DecoderLayer]:
         return [self.midlayer] if hasattr(self, "midlayer") else list(self.layers)
 
 
 class Eagle3Draft(nn.Module):
-    """An EAGLE-3 draft as one engine release builds and runs it (see the module docstring)."""
+    """An EAGLE-3 draft as one engine release builds and runs it (see the module docstring).
+
+    Its parameters are the release's `engine_params` for the config, name for name; its forward
+    follows the release's era (`kit.engines.<engine>.forward`) and the trained behaviours the
+    release honours (`honours`), not the ones the config asks for.
+    """
 
     def __init__(self, cfg: DraftConfig, release: EngineRelease):
         super().__init__()
-        row = era_for(release)
+        eng = ENGINES[release.name]
+        failure = eng.constructor_failure(cfg, release)
+        if failure is not None:
+            raise KitError(f"{release} does not build this draft: {failure.message}", cfg.path)
+        specs = {p.name: p for p in eng.engine_params(cfg, release)}
+        if any(".fused_qkv_a_proj" in n for n in specs):
+            raise KitError("the reference module does not model MLA drafts", cfg.path)
+        row = eng.era(release)
         self.cfg, self.release, self.era, self.era_source = cfg, release, row.value, row.source
-        self.model = Eagle3Model(cfg, self.era)
-        vd = cfg.effective_draft_vocab
-        if not cfg.tie_word_embeddings:
-            self.lm_head = nn.Linear(cfg.hidden_size, vd, bias=False)
+        self.honoured = eng.honours(cfg, release)
+        self.model = Eagle3Model(cfg, specs, self.era, self.honoured)
+        if "lm_head.weight" in specs:
+            self.lm_head = nn.Linear(cfg.hidden_size, specs["lm_head.weight"].rows or 0, bias=False)
         # d2t offsets: a vLLM parameter (`draft_id_to_target_id`), SGLang's `hot_token_id` source
-        reduced = vd != cfg.vocab_size
-        if self.era.d2t_param == "always" or (self.era.d2t_param == "if_reduced" and reduced):
+        vd = cfg.effective_draft_vocab
+        if "draft_id_to_target_id" in specs:
             self.register_buffer("draft_id_to_target_id", torch.zeros(vd, dtype=torch.long))
-        elif reduced:
+        elif vd != cfg.vocab_size:
             self.register_buffer("d2t", torch.zeros(vd, dtype=torch.long))
         for name in ("aux_hidden_states", "fc_in", "fc_out", "embeds", "norm_out", "logits"):
             setattr(self, f"hook_{name}", HookPoint(name))
@@ -340,11 +297,12 @@ class Eagle3Draft(nn.Module):
 
     def combine(self, hidden: torch.Tensor, own: bool) -> torch.Tensor:
         """The `fc` stage: the engine's gate, then `input_norm` / `fc_norm` and `fc`."""
-        h = self.cfg.hidden_size
-        if self.era.fc_gate == "shape":  # SGLang 0.5.10 llama_eagle3.py:176
-            run = hidden.shape[-1] != h
+        if not hasattr(self.model, "fc"):  # vLLM ≥0.12 with use_aux_hidden_state false
+            run = False
+        elif self.era.fc_gate is FcGate.WIDTH:  # SGLang: fc iff the width differs
+            run = hidden.shape[-1] != self.cfg.hidden_size
         else:  # vLLM: combine_hidden_states on the target's states only
-            run = not own and (self.cfg.use_aux_hidden_state or not self.era.aux_switch)
+            run = not own
         self.fc_applied = run
         if not run:
             return hidden
@@ -388,7 +346,7 @@ class Eagle3Draft(nn.Module):
         normed = self.hook_norm_out(normed)
         logits = self.hook_logits(self.head()(normed)[..., : self.cfg.effective_draft_vocab])
         self.hook_draft_token_ids(self.to_target_ids(logits.argmax(-1)))
-        nxt = normed if (self.cfg.norm_output and self.era.norm_output) else summed
+        nxt = normed if self.honoured.norm_output else summed
         return logits, self.hook_hidden_out(nxt)
 
     # -- hooks ----------------------------------------------------------------------------
@@ -433,7 +391,7 @@ class Eagle3Draft(nn.Module):
 def build_draft(
     cfg: DraftConfig, engine: str = "sglang", release: EngineRelease | str | None = None
 ) -> Eagle3Draft:
-    """The draft as `release` (default: the first era that loads every layout) would build it.
+    """The draft as `release` (default: a release that loads every layout) builds it.
 
     Parameters start at PyTorch's defaults; `load_state` fills them as a load report says.
     Build under `with torch.device("meta"):` to trace a full-size draft without memory.
@@ -465,14 +423,15 @@ def load_state(
     real leftover memory is never closer to the trained weights. A `d2t` key that the engine
     consumes becomes the module's token map.
     """
+    report = report.as_served  # a refused config.json: the server that ran read its rewrite
     params = dict(draft.named_parameters()) | dict(draft.named_buffers())
     with torch.no_grad():
         for rec in report.keys:
-            if rec.outcome == "consumed" and "d2t" in rec.key:
+            if rec.outcome == Outcome.CONSUMED and "d2t" in rec.key:
                 buf = draft.d2t_buffer_name()
                 if buf is not None:
                     params[buf].copy_(ck.read_tensor(rec.key))
-            elif rec.outcome == "loaded" and rec.param in params:
+            elif rec.outcome == Outcome.LOADED and rec.param in params:
                 rows = _shard_rows(draft, rec.param, rec.shard)
                 dest = params[rec.param] if rows is None else params[rec.param][rows]
                 src = ck.read_tensor(rec.key)
@@ -481,9 +440,9 @@ def load_state(
             if st.name not in params:
                 continue
             p = params[st.name]
-            if st.state == "from_target":
+            if st.state == State.FROM_TARGET:
                 p.copy_(_from_target(st.name, p, target))
-            elif st.state == "left_at_init":
+            elif st.state == State.LEFT_AT_INIT:
                 _init_like_engine(p, st.init, seed + zlib.crc32(st.name.encode()))
 
 
@@ -516,12 +475,12 @@ def _from_target(name: str, p: torch.Tensor, target: nn.Module | None) -> torch.
     return w[: p.shape[0]]
 
 
-def _init_like_engine(p: torch.Tensor, init: str, seed: int) -> None:
-    if init == "ones":
+def _init_like_engine(p: torch.Tensor, init: Init, seed: int) -> None:
+    if init == Init.ONES:
         p.fill_(1.0)
-    elif init == "zeros":
+    elif init == Init.ZEROS:
         p.zero_()
-    elif init in ("random", "uninitialized"):
+    elif init in (Init.RANDOM, Init.UNINITIALIZED):
         g = torch.Generator().manual_seed(seed)
         bound = 1.0 / math.sqrt(p.shape[-1]) if p.dim() > 1 else 1.0 / math.sqrt(p.numel())
         p.copy_((torch.rand(p.shape, generator=g) * 2 - 1) * bound)

@@ -219,7 +219,7 @@ def plan_wiring(
     use_d2t: bool,
 ) -> Wiring:
     """Ask the capture simulation what the release hands the draft; `aux_layers` override it."""
-    from kit.capture import CRASH, simulate_capture
+    from kit.capture import Feed, simulate_capture
 
     release = parse_engine(as_loaded_by or HEALTHY_RELEASE)
     cap = simulate_capture(
@@ -232,7 +232,7 @@ def plan_wiring(
         n = target_cfg.num_hidden_layers
         if any(not 0 <= i < n for i in layers):
             raise KitError(f"aux layers {layers} outside 0 … {n - 1} for a {n}-layer target")
-    if feeds == CRASH:
+    if feeds == Feed.CRASH:
         raise KitError(
             f"{release} would not run this draft with this wiring: "
             + (cap.startup_error or "; ".join(f.title for f in findings))
@@ -243,18 +243,22 @@ def plan_wiring(
 def load_draft(
     draft_dir: str | Path, release: EngineRelease, target=None, device: str = "cpu"
 ) -> tuple[Eagle3Draft, list[Finding]]:
-    """The draft as `release` builds and loads it (dropped tensors left at its init)."""
-    from kit.loading import simulate_load
+    """The draft as `release` builds and loads it (dropped tensors left at its init). A draft
+    that runs at all runs under a config the release reads: a refused config.json is measured
+    as the release reads it once rewritten, and the findings say so."""
+    from kit.load_findings import served_findings
+    from kit.loading import served_config, simulate_load
 
     cfg = load_draft_config(draft_dir)
     ck: Checkpoint = open_checkpoint(draft_dir)
     report = simulate_load(ck, cfg, release)
-    if report.crashed:
-        first = report.errors[0] if report.errors else "start-up error"
+    if report.as_served.crashed:
+        errors = report.as_served.errors
+        first = errors[0] if errors else "start-up error"
         raise KitError(f"{release} does not start with this draft: {first}", Path(draft_dir))
-    draft = build_draft(cfg, release.name, release)
+    draft = build_draft(served_config(cfg, release)[0], release.name, release)
     load_state(draft, ck, report, target=target)
-    return draft.to(device).eval(), list(getattr(report, "findings", []))
+    return draft.to(device).eval(), served_findings(report)
 
 
 # ---------------------------------------------------------------------------------------------

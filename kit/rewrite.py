@@ -38,9 +38,9 @@ from kit.checkpoint import (
     open_checkpoint,
     read_safetensors_header,
 )
-from kit.config import AFTER_K_LAYERS, DraftConfig, parse_draft_config
-from kit.engines import EngineRelease, parse_engine
-from kit.engines.params import DROPPED, ERROR, LEFT_AT_INIT, UNINITIALIZED, WARNED
+from kit.config import DraftConfig, parse_draft_config
+from kit.engines import ENGINES, EngineRelease, parse_engine
+from kit.engines.vocab import Init, State
 from kit.errors import KitError
 from kit.formats import LAYOUTS, rename_plan
 from kit.loading import LoadReport, simulate_keys
@@ -78,79 +78,19 @@ class FixPlan:
 
 
 def _problems(report: LoadReport) -> list[str]:
-    bad = (DROPPED, WARNED, ERROR)
-    return [f"{k.key}: {k.outcome} ({k.message})" for k in report.keys if k.outcome in bad]
-
-
-def _loads_everything(report: LoadReport) -> bool:
-    return not report.crashed and not _problems(report)
+    """What stops every tensor loading: a refused config.json, then the keys lost as the release
+    would load them under the config it reads."""
+    problems = [f"config.json refused: {report.refusal.message}"] if report.refusal else []
+    return problems + [f"{k.key}: {k.outcome} ({k.message})" for k in report.as_served.lost]
 
 
 # --- config.json ------------------------------------------------------------------------------
 
 
-def _flat_from_speculators(raw: dict[str, Any], arch: str) -> dict[str, Any]:
-    """A flat LlamaConfig-style dict from a speculators config (what the engines read)."""
-    new = dict(raw["transformer_layer_config"])
-    new["architectures"] = [arch]
-    new["draft_vocab_size"] = raw.get("draft_vocab_size")
-    for key in ("target_hidden_size", "tie_word_embeddings"):
-        if raw.get(key) is not None:
-            new[key] = raw[key]
-    for flag in ("norm_before_residual", "norm_before_fc", "fc_norm", "norm_output"):
-        if raw.get(flag):
-            new[flag] = True
-    rope = new.get("rope_parameters")
-    if "rope_theta" not in new and isinstance(rope, dict) and "rope_theta" in rope:
-        new["rope_theta"] = rope["rope_theta"]
-    if raw.get("dtype") and "torch_dtype" not in new:
-        new["torch_dtype"] = raw["dtype"]
-    return new
-
-
 def fixed_config(cfg: DraftConfig, ck: Checkpoint, release: EngineRelease) -> tuple[dict, list]:
-    """The config.json this release needs (a copy of the raw dict) and what changed."""
-    raw = json.loads(json.dumps(cfg.raw))
-    changes: list[str] = []
-    ids = cfg.aux_layer_ids
-    if release.name == "sglang":
-        if cfg.source == "speculators":
-            raw = _flat_from_speculators(raw, "LlamaForCausalLMEagle3")
-            changes.append(
-                "architectures -> [LlamaForCausalLMEagle3], transformer_layer_config flattened"
-            )
-            if ids:
-                sg = [i - 1 for i in ids] if cfg.aux_layer_convention == AFTER_K_LAYERS else ids
-                raw["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": sg}
-                changes.append(
-                    f"aux ids {ids} (state after k layers) -> eagle_config ids {sg} "
-                    "(output of layer k; SGLang adds 1"
-                    + (
-                        ""
-                        if sg[0] == 1
-                        else "; DeepSeek targets from 0.5.13 add 1 only when the first id is 1 "
-                        "(deepseek_v2.py:3466-3473 in 0.5.23): check with `python -m kit trace`"
-                    )
-                    + ")"
-                )
-    elif cfg.source == "speculators" and release.below("0.10.0"):
-        raw = _flat_from_speculators(raw, "LlamaForCausalLM")
-        if ids:
-            raw["eagle_aux_hidden_state_layer_ids"] = ids
-        changes.append("speculators config -> flat LlamaForCausalLM config (read by vLLM 0.9.2)")
-    elif cfg.source == "flat":
-        arch = (raw.get("architectures") or [""])[0]
-        if arch.endswith("Eagle3") and release.below("0.11.0"):
-            raw["architectures"] = ["LlamaForCausalLM"]
-            changes.append(
-                f"architectures [{arch}] -> [LlamaForCausalLM] (registered in every release)"
-            )
-        if ids and cfg.aux_ids_location == "eagle_config" and release.at_least("0.11.2"):
-            raw["eagle_aux_hidden_state_layer_ids"] = [i + 1 for i in ids]
-            changes.append(
-                f"eagle_config ids {ids} (output of layer k) -> top-level "
-                f"eagle_aux_hidden_state_layer_ids {[i + 1 for i in ids]} (vLLM reads them verbatim)"
-            )
+    """The config.json this release reads (the engine's own form, `rewritten_config`) and what
+    changed; a config without `draft_vocab_size` gets the head's row count."""
+    raw, changes = ENGINES[release.name].rewritten_config(cfg, release)
     if "draft_vocab_size" not in raw and "transformer_layer_config" not in raw:
         head = ck.tensors.get("lm_head.weight")
         raw["draft_vocab_size"] = head.shape[0] if head else cfg.vocab_size
@@ -170,8 +110,23 @@ def _required_missing(report: LoadReport) -> list[str]:
     return [
         f"{p.name} {list(p.shape)}"
         for p in report.params
-        if p.state == LEFT_AT_INIT and p.init == UNINITIALIZED
+        if p.state == State.LEFT_AT_INIT and p.init == Init.UNINITIALIZED and not p.unused
     ]
+
+
+def _with_norm_renames(
+    ck: Checkpoint, plan: dict[str, str], after: LoadReport, cfg: DraftConfig, rel: EngineRelease
+) -> tuple[dict[str, str], LoadReport]:
+    """Where a later layer opens with a norm the checkpoint names otherwise (SGLang ≥0.5.12 uses
+    hidden_norm, speculators trains input_layernorm), rename the trained norm to the used one."""
+    swap = next((f for f in after.findings if f.code == "TRAINED_NORM_UNUSED"), None)
+    if swap is None:
+        return plan, after
+    renamed_back = {new: old for old, new in plan.items()}
+    extra = {renamed_back.get(k, k): v for k, v in swap.data["key_renames"].items()}
+    plan = {**plan, **extra}
+    shapes = {plan.get(n, n): t.shape for n, t in ck.tensors.items()}
+    return plan, simulate_keys(shapes, cfg, rel)
 
 
 def plan_fix(ck: Checkpoint, cfg: DraftConfig, release: EngineRelease | str) -> FixPlan:
@@ -191,7 +146,7 @@ def plan_fix(ck: Checkpoint, cfg: DraftConfig, release: EngineRelease | str) -> 
         shapes = {plan.get(n, n): t.shape for n, t in ck.tensors.items()}
         after = simulate_keys(shapes, cfg_after, rel)
         tried.append((plan, after))
-        if _loads_everything(after):
+        if after.loads_cleanly:
             break
     else:
         plan, after = min(tried, key=lambda t: (t[1].crashed, len(_problems(t[1]))))
@@ -199,6 +154,7 @@ def plan_fix(ck: Checkpoint, cfg: DraftConfig, release: EngineRelease | str) -> 
             f"no rename makes every tensor load in {rel}: " + "; ".join(_problems(after)[:4]),
             ck.path,
         )
+    plan, after = _with_norm_renames(ck, plan, after, cfg_after, rel)
     missing = _required_missing(after)
     if missing:
         raise KitError(
@@ -210,12 +166,12 @@ def plan_fix(ck: Checkpoint, cfg: DraftConfig, release: EngineRelease | str) -> 
     d2t = [f for f in after.findings if f.code == "D2T_MISSING"]
     if d2t:
         raise KitError(f"refusing: {d2t[0].title}; a rename cannot create d2t", ck.path)
-    notes = []
-    if rel.name == "sglang" and cfg.norm_before_residual:
-        notes.append(
-            "norm_before_residual is set but SGLang does not implement it (residual = pre-hidden_norm)"
-        )
-    notes += [f"{p.name} stays {p.init} ({rel})" for p in after.params if p.state == LEFT_AT_INIT]
+    notes = [f.title for f in after.findings if f.code == "TRAINED_FLAG_IGNORED"]
+    notes += [
+        f"{p.name} stays {p.init} ({rel})" + (" and is unused" if p.unused else "")
+        for p in after.params
+        if p.state == State.LEFT_AT_INIT
+    ]
     return FixPlan(
         str(rel), plan, raw if changes else None, changes, notes, before, after, cfg_after
     )

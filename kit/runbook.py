@@ -193,12 +193,23 @@ class Run:
     @property
     def findings(self) -> list[Finding]:
         """All steps' findings ranked, each kept once: a root cause once per code (the earliest
-        step's: the offline notebook re-finds the load and capture faults it injects)."""
+        step's: the offline notebook re-finds the load and capture faults it injects). Evidence
+        is reconciled first: logs with acceptance figures prove the server ran, so a refused
+        config.json is not the one it served (`kit.load_findings.reconcile`)."""
+        from kit.load_findings import reconcile
+
+        ran = self.server_ran()
         seen: dict[tuple[str, str], Finding] = {}
         for step in self.steps:
-            for f in step.findings:
+            for f in reconcile(step.findings, ran):
                 seen.setdefault((f.code, "" if f.root_cause else f.title), f)
         return ranked([*seen.values(), *self.failures()])
+
+    def server_ran(self) -> bool:
+        """Whether a server log of the run holds acceptance figures."""
+        step = self.step("04_acceptance_rate")
+        rows = step.records.get("table:runs compared", []) if step else []
+        return any(row.get("accept len") is not None for row in rows)
 
     def failures(self) -> list[Finding]:
         """A step that did not complete is a finding: a CI gate must not pass on a blind spot."""

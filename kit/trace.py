@@ -14,24 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kit.capture import (
-    AUX_CONCAT,
-    CRASH,
-    FINAL_HIDDEN_POST_NORM,
-    CaptureReport,
-    simulate_capture,
-)
+from kit.capture import CaptureReport, Feed, simulate_capture
 from kit.config import DraftConfig, TargetConfig
 from kit.engines import EngineRelease, parse_engine
 from kit.errors import KitError
-from kit.findings import Finding, Severity, to_json
+from kit.findings import Finding, to_json
 
 __all__ = [
-    "AUX_CONCAT",
-    "CRASH",
-    "FINAL_HIDDEN_POST_NORM",
     "HOOK_ORDER",
     "CaptureReport",
+    "Feed",
     "HookShape",
     "TraceReport",
     "simulate_capture",
@@ -102,7 +94,7 @@ class TraceReport:
             "findings": to_json(self.findings),
             "engine": c.engine,
             "target_class": c.target_class,
-            "feeds": c.feeds,
+            "feeds": str(c.feeds),
             "engine_layer_ids": c.engine_layer_ids,
             "trained_layers": c.trained_layers,
             "cuda_graph_layers": c.cuda_graph_layers,
@@ -130,11 +122,13 @@ def trace_draft(
     import torch
 
     from kit.draft import build_draft
+    from kit.loading import served_config
 
     if device not in ("meta", "cpu"):
         raise KitError(f"device must be meta or cpu, not {device!r}")
     rel = parse_engine(release) if isinstance(release, str) else release
     cap = simulate_capture(target, draft, rel, target_class, aux_capture, cuda_graph)
+    draft, _ = served_config(draft, rel)  # the module the release builds: from the config it reads
     if cap.startup_error:
         return TraceReport(
             cap, [], False, None, "startup", cap.startup_error, device, tokens, list(cap.findings)
@@ -172,7 +166,6 @@ def trace_draft(
     report = TraceReport(
         cap, shapes, fc_applied, bypassed, failed, error, device, tokens, list(cap.findings)
     )
-    report.findings += _consistency(report)
     return report
 
 
@@ -217,24 +210,3 @@ def _next_step(fired: Sequence[str], fc_ran: bool) -> str:
         return "fc"
     skipped = () if fc_ran else ("fc_in", "fc_out")
     return next(s for s in HOOK_ORDER if s not in fired and s not in skipped)
-
-
-def _consistency(r: TraceReport) -> list[Finding]:
-    """The module's forward and the rule tables must tell the same story; say so if not."""
-    c = r.capture
-    crashed = r.failed_step is not None
-    if r.fc_applied == c.fc_applied and crashed == (c.feeds == CRASH):
-        return []
-    return [
-        Finding(
-            code="TRACE_DISAGREES_WITH_RULES",
-            severity=Severity.WARNING,
-            title="the reference draft module and the capture rules disagree",
-            evidence=(
-                f"rules: fc_applied={c.fc_applied}, feeds={c.feeds}",
-                f"module: fc_applied={r.fc_applied}, failed at {r.failed_step or 'nothing'}",
-            ),
-            fix="a bug in kit.capture or kit.draft: report it with this trace",
-            engine=c.engine,
-        )
-    ]

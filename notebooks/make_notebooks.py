@@ -173,11 +173,16 @@ from kit.loading import simulate_load"""
 ck = open_checkpoint(draft)
 cfg = load_draft_config(draft)
 report = simulate_load(ck, cfg, engine)
-fates = [{"key": k.key, "outcome": k.outcome, "param": k.param, "message": k.message} for k in report.keys]
-at_init = [{"param": p.name, "shape": p.shape, "init": p.init} for p in report.params if p.state == "left_at_init"]
+served = report.as_served  # a refused config.json: the keys as the release loads them once it is rewritten
+fates = [
+    {"key": k.key, "as saved": k.outcome, "outcome": (k.if_config_rewritten or k).outcome, "param": (k.if_config_rewritten or k).param, "message": (k.if_config_rewritten or k).message}
+    for k in report.keys
+]
+at_init = [{"param": p.name, "shape": p.shape, "init": p.init} for p in served.params if p.state == "left_at_init"]
 findings = report.findings
 summary = {
     "engine": engine,
+    "config.json as saved": f"refused: {report.refusal.message}" if report.refusal else "read",
     "keys": len(fates),
     "keys dropped silently": sum(f["outcome"] == "dropped_silently" for f in fates),
     "parameters left at init": len(at_init),
@@ -230,12 +235,14 @@ releases = all_releases(parse_engine(engine).name)
 matrix = []
 for release in releases:
     r = simulate_load(ck, cfg, release)
+    s = r.as_served  # counted as the release loads the keys under the config it reads
     matrix.append(
         {
             "release": str(release),
-            "dropped silently": sum(k.outcome == "dropped_silently" for k in r.keys),
-            "left at init": sum(p.state == "left_at_init" for p in r.params),
-            "crashed": r.crashed,
+            "config.json as saved": "refused" if r.refusal else "read",
+            "dropped silently": sum(k.outcome == "dropped_silently" for k in s.keys),
+            "left at init": sum(p.state == "left_at_init" for p in s.params),
+            "crashed": s.crashed,
         }
     )
 names = [m["release"] for m in matrix]

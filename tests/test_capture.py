@@ -12,14 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kit.capture import (
-    AUX_CONCAT,
-    CRASH,
-    FINAL_HIDDEN_POST_NORM,
-    SGLANG_MISSING_HOOK,
-    default_layers,
-    simulate_capture,
-)
+from kit.capture import Feed, simulate_capture
 from kit.config import (
     AFTER_K_LAYERS,
     load_draft_config,
@@ -28,6 +21,8 @@ from kit.config import (
     parse_target_config,
 )
 from kit.engines import parse_engine, pick
+from kit.engines.aux_ids import default_layers
+from kit.engines.sglang.capture import MISSING_HOOK
 from kit.findings import Severity
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,7 +88,7 @@ def test_sglang_default_ids_are_inputs_of_layers_2_half_and_minus_3():
     r = simulate_capture(target(n=32), flat_draft(), "sglang==0.4.10")
     assert r.engine_layer_ids == [2, 16, 29] == r.captured_layers
     assert r.config_layer_ids is None and r.hidden_width == 3 * 4096
-    assert r.fc_applied and r.feeds == AUX_CONCAT and not r.findings
+    assert r.fc_applied and r.feeds == Feed.AUX_CONCAT and not r.findings
     r61 = simulate_capture(target(n=61, hidden=7168), flat_draft(hidden=7168), "sglang==0.4.10")
     assert r61.captured_layers == [2, 30, 58] == default_layers(61)
 
@@ -119,16 +114,26 @@ def test_sglang_explicit_ids_plus_one():
     assert "models/llama.py:929" in r.sources["id_rule"] and not r.findings
 
 
-def test_sglang_ignores_top_level_speculators_ids():
+def test_sglang_ignores_top_level_ids():
     """Only eagle_config is read for capture (0.4.10 model_executor/model_runner.py:340-361;
-    0.5.23 model_runner_components/spec_aux_hidden_state.py:185-196): top-level ids ignored."""
-    r = simulate_capture(target(n=32, hidden=32), sample_draft([3, 10, 20]), "sglang==0.5.23")
+    0.5.23 model_runner_components/spec_aux_hidden_state.py:185-196): a flat config's top-level
+    (vLLM-style, states after k layers) ids are ignored and the defaults captured."""
+    draft = flat_draft(hidden=32, eagle_aux_hidden_state_layer_ids=[3, 10, 20])
+    r = simulate_capture(target(n=32, hidden=32), draft, "sglang==0.5.23")
     assert r.captured_layers == [2, 16, 29] and r.trained_layers == [3, 10, 20]
     f = codes(r)["AUX_IDS_IGNORED"]
     assert f.severity == Severity.ERROR and "spec_aux_hidden_state.py:185-196" in f.source
-    # the bundled sample was trained on the defaults: ignored, but harmless
-    ok = simulate_capture(target(n=32, hidden=32), sample_draft(), "sglang==0.5.23")
-    assert codes(ok)["AUX_IDS_IGNORED"].severity == Severity.INFO
+
+
+def test_sglang_traces_a_speculators_draft_as_rewritten():
+    """SGLang refuses a speculators config as saved; the capture is traced as SGLang reads the
+    config once rewritten in its form (ids moved to eagle_config, minus one): the draft's own
+    training layers are captured, and the trace says it assumed the rewrite."""
+    r = simulate_capture(target(n=32, hidden=32), sample_draft([3, 10, 20]), "sglang==0.5.23")
+    assert r.config_layer_ids == [2, 9, 19]
+    assert r.captured_layers == [3, 10, 20] == r.trained_layers
+    assert set(codes(r)) == {"TRACED_AS_REWRITTEN"}
+    assert codes(r)["TRACED_AS_REWRITTEN"].severity == Severity.INFO
 
 
 def test_deepseek_plus_one_always_until_0512():
@@ -174,10 +179,10 @@ def test_gpt_oss_ids_as_is_when_max_is_n_from_0520():
     t = target(n=36, hidden=2880, arch="GptOssForCausalLM", model_type="gpt_oss")
     d = flat_draft(hidden=2880, ids=[24, 30, 36])
     r = simulate_capture(t, d, "sglang==0.5.20")
-    assert r.captured_layers == [24, 30, 36] and r.feeds == AUX_CONCAT
+    assert r.captured_layers == [24, 30, 36] and r.feeds == Feed.AUX_CONCAT
     old = simulate_capture(t, d, "sglang==0.5.19")  # ids+1: 37 is past the last layer
     assert old.engine_layer_ids == [25, 31, 37] and old.captured_layers == [25, 31]
-    assert old.feeds == CRASH and "AUX_WIDTH_MISMATCH" in codes(old)
+    assert old.feeds == Feed.CRASH and "AUX_WIDTH_MISMATCH" in codes(old)
 
 
 def test_ids_past_the_last_layer_are_never_captured():
@@ -185,7 +190,7 @@ def test_ids_past_the_last_layer_are_never_captured():
     models/llama.py:330-332); two states reach an fc built for three: a shape crash."""
     r = simulate_capture(target(n=32), flat_draft(ids=[1, 15, 31]), "sglang==0.5.10")
     assert r.engine_layer_ids == [2, 16, 32] and r.captured_layers == [2, 16]
-    assert r.hidden_width == 2 * 4096 and r.fc_applied and r.feeds == CRASH
+    assert r.hidden_width == 2 * 4096 and r.fc_applied and r.feeds == Feed.CRASH
     f = codes(r)["AUX_WIDTH_MISMATCH"]
     assert f.severity == Severity.CRITICAL and any("[32]" in e for e in f.evidence)
 
@@ -201,7 +206,7 @@ def test_use_aux_hidden_state_false_switches_capture_off_from_058():
     new = simulate_capture(target(), d, "sglang==0.5.8")
     assert not new.aux_capture and new.captured_layers == []
     assert new.hidden_width == 4096 and not new.fc_applied
-    assert new.feeds == FINAL_HIDDEN_POST_NORM
+    assert new.feeds == Feed.FINAL_HIDDEN_POST_NORM
     f = codes(new)["FC_BYPASSED"]
     assert f.root_cause and f.severity == Severity.CRITICAL
 
@@ -212,7 +217,7 @@ def test_aux_off_with_a_wider_target_crashes_in_fc():
     d = flat_draft(hidden=2048, target_hidden=4096, use_aux=False)
     r = simulate_capture(target(hidden=4096), d, "sglang==0.5.10")
     assert r.hidden_width == 4096 and r.fc_applied and r.fc_in_features == 3 * 4096
-    assert r.feeds == CRASH and "AUX_WIDTH_MISMATCH" in codes(r)
+    assert r.feeds == Feed.CRASH and "AUX_WIDTH_MISMATCH" in codes(r)
 
 
 def test_cuda_graph_replays_default_layers_04_9_to_0_5_10():
@@ -249,7 +254,7 @@ def test_target_class_without_set_eagle3_layers_to_capture(cls, missing, present
     d = flat_draft(hidden=7168)
     r = simulate_capture(t, d, missing)
     assert r.startup_error.startswith("AttributeError") and cls in r.startup_error
-    assert r.feeds == CRASH and r.hidden_width == 0 and r.captured_layers == []
+    assert r.feeds == Feed.CRASH and r.hidden_width == 0 and r.captured_layers == []
     f = codes(r)["AUX_CAPTURE_UNSUPPORTED"]
     assert f.root_cause and f.severity == Severity.CRITICAL
     ok = simulate_capture(t, d, present)
@@ -259,10 +264,8 @@ def test_target_class_without_set_eagle3_layers_to_capture(cls, missing, present
 def test_missing_hook_is_a_value_error_from_0523():
     """0.5.23 model_runner_components/attention_backend_setup.py:54-61 raises ValueError;
     0.5.22 still a plain call (AttributeError)."""
-    assert pick(SGLANG_MISSING_HOOK, parse_engine("sglang==0.5.23")).value.startswith("ValueError")
-    assert pick(SGLANG_MISSING_HOOK, parse_engine("sglang==0.5.22")).value.startswith(
-        "AttributeError"
-    )
+    assert pick(MISSING_HOOK, parse_engine("sglang==0.5.23")).value.startswith("ValueError")
+    assert pick(MISSING_HOOK, parse_engine("sglang==0.5.22")).value.startswith("AttributeError")
 
 
 def test_no_start_up_error_when_capture_is_off():
@@ -273,7 +276,7 @@ def test_no_start_up_error_when_capture_is_off():
     on = simulate_capture(t, d, "sglang==0.5.9")
     assert on.startup_error is not None
     off = simulate_capture(t, d, "sglang==0.5.9", aux_capture=False)
-    assert off.startup_error is None and off.feeds == FINAL_HIDDEN_POST_NORM
+    assert off.startup_error is None and off.feeds == Feed.FINAL_HIDDEN_POST_NORM
     assert "FC_BYPASSED" in codes(off)
 
 
@@ -290,15 +293,17 @@ def test_fc_width_follows_the_aux_count_from_0512():
     d = flat_draft(ids=[1, 8, 15, 28])
     old = simulate_capture(target(), d, "sglang==0.5.11")
     assert old.fc_in_features == 3 * 4096 and old.hidden_width == 4 * 4096
-    assert old.feeds == CRASH
+    assert old.feeds == Feed.CRASH
     new = simulate_capture(target(), d, "sglang==0.5.12")
-    assert new.fc_in_features == 4 * 4096 and new.feeds == AUX_CONCAT
+    assert new.fc_in_features == 4 * 4096 and new.feeds == Feed.AUX_CONCAT
 
 
 def test_unknown_target_class_is_assumed_and_said():
     """The kit's class table is partial (0.5.23 has 70 capture classes, sglang-eagle3.md §D)."""
     r = simulate_capture(target(arch="SomeNewForCausalLM"), flat_draft(), "sglang==0.5.23")
-    assert r.feeds == AUX_CONCAT and codes(r)["AUX_CAPTURE_UNVERIFIED"].severity == Severity.INFO
+    assert (
+        r.feeds == Feed.AUX_CONCAT and codes(r)["AUX_CAPTURE_UNVERIFIED"].severity == Severity.INFO
+    )
 
 
 # ---- vLLM ----------------------------------------------------------------------------------
@@ -332,7 +337,7 @@ def test_vllm_always_applies_fc():
     one Ht-wide state therefore fails in fc instead of bypassing it."""
     t, d = target(), flat_draft()
     r = simulate_capture(t, d, "vllm==0.33.0", aux_capture=False)
-    assert r.fc_applied and r.hidden_width == 4096 and r.feeds == CRASH
+    assert r.fc_applied and r.hidden_width == 4096 and r.feeds == Feed.CRASH
     assert "llm_base_proposer.py:549" in r.sources["fc_gate"]
     assert "FC_BYPASSED" not in codes(r) and "AUX_WIDTH_MISMATCH" in codes(r)
 
@@ -343,7 +348,7 @@ def test_vllm_use_aux_hidden_state_false_skips_fc_from_012():
     d = flat_draft(use_aux=False)
     assert simulate_capture(target(), d, "vllm==0.11.0").fc_applied
     r = simulate_capture(target(), d, "vllm==0.12.0")
-    assert not r.fc_applied and r.feeds == FINAL_HIDDEN_POST_NORM and "FC_BYPASSED" in codes(r)
+    assert not r.fc_applied and r.feeds == Feed.FINAL_HIDDEN_POST_NORM and "FC_BYPASSED" in codes(r)
 
 
 def test_vllm_state_n_is_capturable_from_018():
@@ -352,7 +357,7 @@ def test_vllm_state_n_is_capturable_from_018():
     t, d = target(n=32, hidden=32), sample_draft([2, 16, 32])
     assert simulate_capture(t, d, "vllm==0.18.0").captured_layers == [2, 16, 32]
     old = simulate_capture(t, d, "vllm==0.14.0")
-    assert old.captured_layers == [2, 16] and old.feeds == CRASH
+    assert old.captured_layers == [2, 16] and old.feeds == Feed.CRASH
 
 
 @pytest.mark.parametrize(
@@ -406,8 +411,9 @@ def test_target_class_override():
 def test_rule_tables_have_no_gaps():
     """Every modelled release × every class the kit knows × every switch gets an answer
     (`pick` raises on a gap in a table), and the answer is self-consistent."""
-    from kit.capture import SGLANG_CAPTURE_CLASSES, VLLM_ARCH_MODULE
     from kit.engines import all_releases
+    from kit.engines.sglang.capture import CAPTURE_CLASSES as SGLANG_CAPTURE_CLASSES
+    from kit.engines.vllm.capture import ARCH_MODULE as VLLM_ARCH_MODULE
 
     classes = sorted({*SGLANG_CAPTURE_CLASSES, *VLLM_ARCH_MODULE, "UnknownForCausalLM"})
     draft = flat_draft(hidden=64, ids=[1, 17, 32])

@@ -111,8 +111,11 @@ def test_cli_fail_on_gates_the_exit_code(sample_dir):
     args = ("--draft", str(sample_dir), "--engine", "sglang==0.5.10", "--json")
     assert _cli(*args).returncode == 0
     assert _cli(*args, "--fail-on", "critical").returncode == 1
-    healthy = ("--draft", str(sample_dir), "--engine", "sglang==0.5.12", "--fail-on", "critical")
+    # vLLM reads the speculators config as saved; SGLang needs it in its own form first
+    healthy = ("--draft", str(sample_dir), "--engine", "vllm==0.11.2", "--fail-on", "critical")
     assert _cli(*healthy).returncode == 0
+    refused = ("--draft", str(sample_dir), "--engine", "sglang==0.5.12", "--fail-on", "critical")
+    assert _cli(*refused).returncode == 1
     bad = _cli(*args, "--fail-on", "fatal")
     assert bad.returncode == 2 and "unknown severity" in bad.stderr
 

@@ -70,6 +70,11 @@ def test_parameter_names_are_the_load_simulations(cfg, release, changes):
     """
     c = variant(cfg, **changes)
     specs = engine_params(c, release)
+    if changes.get("draft_vocab_size", 1) is None and release in ("sglang==0.4.8", "sglang==0.4.9"):
+        # a null draft_vocab_size sizes lm_head from None before 0.5.2: the engine builds nothing
+        with pytest.raises(KitError, match="draft_vocab_size=None"):
+            build_draft(c, release=release)
+        return
     draft = build_draft(c, release=release)
     want = {s.name: s for s in specs}
     assert _names(draft, want) == set(want)
@@ -92,7 +97,7 @@ def test_two_layer_names_match(cfg, release):
 
 def test_one_layer_only_before_sglang_0_5_12(cfg):
     """SGLang ≤0.5.11: `ValueError("EAGLE3 currently only supports 1 layer")` (SpecForge#129)."""
-    with pytest.raises(KitError, match="exactly 1 draft layer"):
+    with pytest.raises(KitError, match="only supports 1 layer"):
         build_draft(variant(cfg, num_hidden_layers=2), release="sglang==0.5.11")
 
 

@@ -1,4 +1,4 @@
-"""SGLang load-weights replay, pinned era by era (shared/reference/sglang-eagle3.md §A, §B, §H).
+"""SGLang load-weights replay, pinned era by era.
 
 Each test names the SGLang release and the wheel file:line whose behaviour it reproduces.
 Layouts are written as real safetensors files in `tmp_path`.
@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tiny_layouts import FLAT, LAYER, sim, write
+from tiny_layouts import FLAT, LAYER, sim, speculators_multilayer, write
 
 from kit.checkpoint import open_checkpoint
+from kit.config import load_draft_config
 from kit.errors import KitError
 from kit.loading import engine_params
 
@@ -33,15 +34,37 @@ def outcomes(report) -> dict[str, str]:
 # --- the bundled speculators-0.9.0 trainer output -------------------------------------------------
 
 
-def test_sample_0_5_10_drops_exactly_the_decoder_layer(sample_dir):
-    """sglang 0.5.10 `models/llama_eagle3.py:243` (own loader, L2): `layers.0.*` is neither a
-    parameter nor `model.`+a parameter (the decoder is `midlayer`, :144) ⇒ dropped without a log;
-    the layer keeps torch.empty / torch.ones (`layers/linear.py`, `layers/layernorm.py`)."""
+@pytest.mark.parametrize("engine", ["sglang==0.4.4.post2", "sglang==0.5.10", "sglang==0.5.23"])
+def test_sample_config_refused_in_every_release(sample_dir, engine):
+    """No SGLang wheel has a class for speculators' `Eagle3DraftModel` nor reads
+    `transformer_layer_config` (sglang/srt/models/registry.py; sglang issue #18216): the server
+    never starts, so every key's outcome is `error` and the refusal is the first root cause."""
+    report = sim(sample_dir, engine)
+    assert report.refusal is not None and report.crashed and not report.loads_cleanly
+    assert {k.outcome for k in report.keys} == {"error"}
+    first = report.findings[0]
+    assert first.code == "UNSUPPORTED_CONFIG" and first.root_cause
+    assert first.severity.name == "CRITICAL" and "LlamaForCausalLMEagle3" in first.fix
+    assert "#18216" in first.source
+    # everything after it holds only once config.json is rewritten, and is never a root cause
+    assert all(f.title.startswith("if config.json is rewritten: ") for f in report.findings[1:])
+    assert not any(f.root_cause for f in report.findings[1:])
+    assert report.params == [] and report.rewritten is not None
+
+
+def test_sample_0_5_10_if_rewritten_drops_exactly_the_decoder_layer(sample_dir):
+    """sglang 0.5.10 `models/llama_eagle3.py:243` (own loader), on the config rewritten in its
+    flat form: `layers.0.*` is neither a parameter nor `model.`+a parameter (the decoder is
+    `midlayer`, :144) ⇒ dropped without a log; the layer keeps torch.empty / torch.ones."""
     report = sim(sample_dir, "sglang==0.5.10")
-    dropped = {k.key for k in report.keys if k.outcome == "dropped_silently"}
+    served = report.rewritten
+    dropped = {k.key for k in served.keys if k.outcome == "dropped_silently"}
     assert dropped == {k for k in open_checkpoint(sample_dir).tensors if k.startswith("layers.0.")}
     assert len(dropped) == 10
-    at_init = {p.name: p.init for p in report.params if p.state == "left_at_init"}
+    # each key carries the same fate under `if_config_rewritten`
+    fates = {k.key: k.if_config_rewritten.outcome for k in report.keys}
+    assert {k for k, o in fates.items() if o == "dropped_silently"} == dropped
+    at_init = {p.name: p.init for p in served.params if p.state == "left_at_init"}
     assert at_init == {
         "model.midlayer.self_attn.qkv_proj.weight": "uninitialized",
         "model.midlayer.self_attn.o_proj.weight": "uninitialized",
@@ -51,19 +74,18 @@ def test_sample_0_5_10_drops_exactly_the_decoder_layer(sample_dir):
         "model.midlayer.hidden_norm.weight": "ones",
         "model.midlayer.post_attention_layernorm.weight": "ones",
     }
-    assert not report.crashed
-    drop = next(f for f in report.findings if f.code == "KEYS_SILENTLY_DROPPED")
+    drop = next(f for f in served.findings if f.code == "KEYS_SILENTLY_DROPPED")
     assert drop.severity.name == "CRITICAL" and drop.root_cause
-    assert "accept len ≈ 1.00" in drop.title
+    assert "toward the floor" in drop.title and "≈ 1.00" not in drop.title
     assert drop.engine == "sglang==0.5.10" and "llama_eagle3.py:243" in drop.source
-    assert "upgrade to sglang ≥ 0.5.12" in drop.fix  # the first release that loads it as is
+    assert "upgrade to sglang ≥ 0.5.12" in drop.fix  # with the rewritten config it loads as is
 
 
-def test_sample_0_5_12_legacy_layers_load(sample_dir):
-    """sglang 0.5.12 `models/llama_eagle3.py:293-346`: the decoder is `model.layers.{i}` (:180), so
-    `layers.0.*` + the `model.` prefix hits it; q/k/v and gate/up go to their shards."""
-    report = sim(sample_dir, "sglang==0.5.12")
-    assert not report.with_outcome("dropped_silently") and not report.crashed
+def test_sample_0_5_12_if_rewritten_legacy_layers_load(sample_dir):
+    """sglang 0.5.12 `models/llama_eagle3.py:293-346`: the decoder is `model.layers.{i}` (:180),
+    so `layers.0.*` + the `model.` prefix hits it; q/k/v and gate/up go to their shards."""
+    report = sim(sample_dir, "sglang==0.5.12").rewritten
+    assert report.loads_cleanly
     q = report.outcome("layers.0.self_attn.q_proj.weight")
     assert (q.param, q.shard) == ("model.layers.0.self_attn.qkv_proj.weight", "q")
     up = report.outcome("layers.0.mlp.up_proj.weight")
@@ -78,11 +100,11 @@ def test_sample_0_5_12_legacy_layers_load(sample_dir):
     assert report.outcome("t2d").outcome == "ignored"
 
 
-def test_sample_0_4_8_startup_keyerror(sample_dir):
+def test_sample_0_4_8_if_rewritten_startup_keyerror(sample_dir):
     """sglang 0.4.8 `models/llama_eagle3.py:183-193` prefixes `model.` and delegates to
     `models/llama.py:532-596`: stacked names that are not parameters raise KeyError, other
     unknown names log `Parameter … not found in params_dict`."""
-    report = sim(sample_dir, "sglang==0.4.8")
+    report = sim(sample_dir, "sglang==0.4.8").rewritten
     assert report.crashed
     q = report.outcome("layers.0.self_attn.q_proj.weight")
     assert (
@@ -99,16 +121,24 @@ def test_sample_0_4_8_startup_keyerror(sample_dir):
     assert report.param("model.fc.bias").state == "left_at_init"
 
 
-def test_sample_config_unsupported_in_every_release(sample_dir):
-    """No SGLang wheel has a class for speculators' `Eagle3DraftModel` (§H, sglang#18216)."""
-    for engine in ("sglang==0.4.4.post2", "sglang==0.5.10", "sglang==0.5.23"):
-        report = sim(sample_dir, engine)
-        f = next(f for f in report.findings if f.code == "UNSUPPORTED_CONFIG")
-        assert (
-            "LlamaForCausalLMEagle3" in f.fix
-            and "as if config.json had been rewritten" in (f.evidence[0])
-        )
-        assert not report.config_supported
+def test_rewritten_config_is_sglangs_flat_form(sample_dir):
+    """What `fix --for sglang==X` writes and the replay assumes: `LlamaForCausalLMEagle3`, the
+    layer fields at top level, draft_vocab_size and the norm flags kept, aux ids in
+    `eagle_config` as output of layer k (SGLang adds 1: 0.5.10 models/llama.py:783), a null
+    target_hidden_size dropped (SGLang tests hasattr: 0.5.12 llama_eagle3.py:148)."""
+    from kit.engines import parse_engine
+    from kit.engines.sglang import rewritten_config
+
+    cfg = load_draft_config(sample_dir)
+    raw, changes = rewritten_config(cfg, parse_engine("sglang==0.5.10"))
+    assert raw["architectures"] == ["LlamaForCausalLMEagle3"] and changes
+    assert raw["hidden_size"] == cfg.hidden_size and "transformer_layer_config" not in raw
+    assert raw["draft_vocab_size"] == cfg.draft_vocab_size
+    assert raw["norm_before_residual"] is True and cfg.norm_before_residual
+    assert raw["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [
+        i - 1 for i in cfg.aux_layer_ids
+    ]
+    assert "target_hidden_size" not in raw
 
 
 # --- SpecForge / EAGLE official / ModelOpt layouts ------------------------------------------------
@@ -122,7 +152,7 @@ def test_specforge_layout_loads_in_every_era(tmp_path, engine):
     assert set(outcomes(report).values()) <= {"loaded", "consumed", "ignored"}
     embed = report.param("model.embed_tokens.weight")
     assert embed.state == "from_target" and not embed.loaded_from
-    assert report.config_supported and not report.crashed
+    assert report.refusal is None and not report.crashed
 
 
 def test_eagle_official_bin_replays(tmp_path):
@@ -295,3 +325,61 @@ def test_llama4_mlp_width_from_0_4_9():
     old = {p.name: p.shape for p in engine_params(cfg, "sglang==0.4.8")}
     assert new["model.midlayer.mlp.down_proj.weight"] == (32, 48)
     assert old["model.midlayer.mlp.down_proj.weight"] == (32, 64)
+
+
+# --- 0.5.12 and later: multi-layer drafts, more aux states -----------------------------------------
+
+
+def test_0_5_12_later_layers_open_with_hidden_norm(tmp_path):
+    """sglang 0.5.12 `models/llama_eagle3.py:93-100`: layers ≥ 1 run `hidden_norm(h, residual)`;
+    their `input_layernorm` comes from the LlamaDecoderLayer base class, is loaded and never
+    used. A speculators draft trains layer 1's `input_layernorm` and has no `layers.1.hidden_norm`:
+    the norm the engine uses stays ones, the trained one is ignored."""
+    folder = speculators_multilayer(tmp_path / "two")
+    report = sim(folder, "sglang==0.5.12").rewritten
+    unused = report.param("model.layers.1.input_layernorm.weight")
+    assert unused.state == "loaded" and "llama_eagle3.py:93-100" in unused.unused
+    used = report.param("model.layers.1.hidden_norm.weight")
+    assert used.state == "left_at_init" and used.init == "ones" and not used.unused
+    f = next(f for f in report.findings if f.code == "TRAINED_NORM_UNUSED")
+    assert f.severity.name == "ERROR" and "model.layers.1.hidden_norm.weight" in f.evidence[0]
+    assert f.data["key_renames"] == {
+        "layers.1.input_layernorm.weight": "layers.1.hidden_norm.weight"
+    }
+    # the norm it covers is not reported again as an ordinary parameter left at init
+    assert not any(f.code == "PARAM_LEFT_AT_INIT" for f in report.findings)
+
+
+def test_0_5_12_fc_width_from_eagle_config_ids(tmp_path):
+    """sglang 0.5.12 `llama_eagle3.py:154-165`: fc in-width = num_aux_hidden_states, else
+    len(eagle_config ids), else 3 — so the config rewritten with the draft's four ids in
+    eagle_config loads a [H, 4·Ht] fc; 0.5.11 (:138-142 `hidden_size_in * 3`) cannot."""
+    folder = speculators_multilayer(tmp_path / "four", layers=1)
+    new = sim(folder, "sglang==0.5.12").rewritten
+    assert new.outcome("fc.weight").outcome == "loaded" and new.loads_cleanly
+    old = sim(folder, "sglang==0.5.11").rewritten
+    assert (
+        old.outcome("fc.weight").outcome == "error"
+        and "AssertionError" in old.outcome("fc.weight").message
+    )
+
+
+def test_fix_for_0_5_12_on_a_multilayer_draft_with_four_aux_states(tmp_path):
+    """`fix --for sglang==0.5.12` on a 2-layer speculators draft with 4 aux states: the config
+    becomes SGLang's flat form (4 ids in eagle_config) and layer 1's trained input_layernorm is
+    renamed to the hidden_norm that layer opens with; afterwards every tensor loads, and the
+    finding the fix answers is gone (and no new one appears)."""
+    from kit.rewrite import plan_fix, verify_output, write_fixed
+
+    folder = speculators_multilayer(tmp_path / "ml")
+    ck = open_checkpoint(folder)
+    plan = plan_fix(ck, load_draft_config(folder), "sglang==0.5.12")
+    assert plan.renames == {"layers.1.input_layernorm.weight": "layers.1.hidden_norm.weight"}
+    assert len(plan.config["eagle_config"]["eagle_aux_hidden_state_layer_ids"]) == 4
+    out = write_fixed(ck, plan, tmp_path / "fixed")
+    after = verify_output(out, "sglang==0.5.12")
+    assert after.loads_cleanly
+    before_codes = {f.code for f in sim(folder, "sglang==0.5.12").rewritten.findings}
+    after_codes = {f.code for f in after.findings}
+    assert "TRAINED_NORM_UNUSED" in before_codes and "TRAINED_NORM_UNUSED" not in after_codes
+    assert after_codes <= before_codes

@@ -38,11 +38,13 @@ def test_sample_loads_everywhere_but_0_9_2_rejects_the_config():
     model, §6); from 0.10 `configs/speculators/base.py` reads it. The loader
     (`llama_eagle3.py` load_weights) takes `layers.0.*` with the `model.` prefix everywhere."""
     old = sim(SAMPLE, "vllm==0.9.2")
-    assert not old.config_supported
-    assert any(f.code == "UNSUPPORTED_CONFIG" for f in old.findings)
+    assert old.refusal is not None and {k.outcome for k in old.keys} == {"error"}
+    assert old.findings[0].code == "UNSUPPORTED_CONFIG" and old.findings[0].root_cause
+    # once rewritten as a flat LlamaForCausalLM config, 0.9.2 loads every tensor
+    assert old.rewritten.loads_cleanly
     for engine in ("vllm==0.10.1.1", "vllm==0.11.0", "vllm==0.33.0"):
         report = sim(SAMPLE, engine)
-        assert report.config_supported and not report.crashed
+        assert report.refusal is None and not report.crashed
         bad = [k for k in report.keys if k.outcome not in ("loaded", "consumed", "ignored")]
         assert bad == []
         d2t = report.outcome("d2t")
@@ -65,9 +67,9 @@ def test_specforge_arch_needs_0_11(tmp_path):
     r092 = sim(folder, "vllm==0.9.2")
     f = next(f for f in r092.findings if f.code == "UNSUPPORTED_CONFIG")
     assert "Eagle3LlamaForCausalLMEagle3" in f.title
-    assert not sim(folder, "vllm==0.10.2").config_supported
+    assert sim(folder, "vllm==0.10.2").refusal is not None
     r011 = sim(folder, "vllm==0.11.0")
-    assert r011.config_supported and not r011.crashed
+    assert r011.refusal is None and not r011.crashed
     q = r011.outcome("midlayer.self_attn.q_proj.weight")
     assert (q.param, q.shard) == ("model.layers.0.self_attn.qkv_proj.weight", "q")
 
@@ -77,7 +79,7 @@ def test_eagle_official_bin_everywhere():
     loader maps `midlayer.` → `layers.0.` (`llama_eagle3.py` LlamaModel.load_weights)."""
     for engine in ("vllm==0.9.2", "vllm==0.18.0", "vllm==0.33.0"):
         report = sim(LAYOUTS / "eagle-official", engine)
-        assert report.config_supported and not report.crashed
+        assert report.loads_cleanly
         assert report.param("model.embed_tokens.weight").state == "from_target"
 
 
@@ -101,18 +103,21 @@ def test_modelopt_midlayer_indexed_is_an_error():
     )
 
 
-def test_modelopt_layers_multi_layer_from_0_11_2():
-    """≤0.11.0 builds one decoder layer (`llama_eagle3.py` LlamaModel.__init__) so `layers.1.*`
-    errors; 0.11.2 builds num_hidden_layers; 0.18 gives every layer a hidden_norm (§6), which a
-    ModelOpt layer 1 never ships."""
+def test_modelopt_layers_multi_layer_from_0_11_1():
+    """0.11.0 builds one decoder layer (`llama_eagle3.py:123-128`) so `layers.1.*` errors;
+    0.11.1 builds num_hidden_layers (:155-165, vllm PR #26164), each a LlamaDecoderLayer with its
+    own hidden_norm (:67) that layers ≥ 1 never use (they open with input_layernorm, :91-93):
+    a ModelOpt layer 1 ships none, and nothing is lost; it ships no input_layernorm either, and
+    that one is used, so it is reported left at its init."""
     folder = LAYOUTS / "modelopt-layers"
     assert sim(folder, "vllm==0.11.0").crashed
-    r = sim(folder, "vllm==0.14.0")
-    assert not r.crashed and r.outcome("layers.1.self_attn.q_proj.weight").outcome == "loaded"
-    assert all(p.name != "model.layers.1.hidden_norm.weight" for p in r.params)
-    r18 = sim(folder, "vllm==0.18.0")
-    h1 = r18.param("model.layers.1.hidden_norm.weight")
-    assert (h1.state, h1.init) == ("left_at_init", "ones")
+    for engine in ("vllm==0.11.1", "vllm==0.14.0", "vllm==0.18.0"):
+        r = sim(folder, engine)
+        assert not r.crashed and r.outcome("layers.1.self_attn.q_proj.weight").outcome == "loaded"
+        h1 = r.param("model.layers.1.hidden_norm.weight")
+        assert (h1.state, h1.init) == ("left_at_init", "ones") and h1.unused
+        left = next(f for f in r.findings if f.code == "PARAM_LEFT_AT_INIT")
+        assert left.data["params"] == ["model.layers.1.input_layernorm.weight"]
 
 
 def test_extra_top_level_key_is_an_error(tmp_path):

@@ -88,9 +88,16 @@ def test_key_inspection_records_the_keys(incident):
 
 
 def test_load_simulation_finds_the_dropped_decoder_layer(incident):
-    records = ok(incident[0], "02_load_weights_simulation").records
-    dropped = [f for f in records["findings"] if f["code"] == "KEYS_SILENTLY_DROPPED"]
-    assert dropped and dropped[0]["root_cause"]
+    run, _ = incident
+    records = ok(run, "02_load_weights_simulation").records
+    # the notebook alone: SGLang refuses the speculators config as saved (first root cause);
+    # the dropped decoder layer holds once config.json is rewritten
+    codes = [f["code"] for f in records["findings"]]
+    assert codes[0] == "UNSUPPORTED_CONFIG" and "KEYS_SILENTLY_DROPPED" in codes
+    # the run's verdict: the logs prove the server ran, so the keys are judged as served
+    verdict = {f.code: f for f in run.findings}
+    assert verdict["KEYS_SILENTLY_DROPPED"].root_cause and "CONFIG_NOT_SERVED" in verdict
+    assert "UNSUPPORTED_CONFIG" not in verdict
     assert records["summary"]["keys dropped silently"] > 0
     by_release = {row["release"]: row for row in records["table:across releases"]}
     assert by_release["sglang==0.5.10"]["dropped silently"] > 0
@@ -212,7 +219,7 @@ def test_the_gate_passes_below_its_threshold(sample_dir, tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     (out / "05_offline_acceptance.ipynb").write_text("{}")  # left by an earlier run
-    cli = _cli("--draft", str(sample_dir), "--engine", "sglang==0.5.12", "--out", str(out),
+    cli = _cli("--draft", str(sample_dir), "--engine", "vllm==0.11.0", "--out", str(out),
                "--fail-on", "critical")  # fmt: skip
     findings = json.loads((out / "findings.json").read_text())
     assert findings and all(f["severity"] != "critical" for f in findings)

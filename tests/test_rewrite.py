@@ -47,7 +47,7 @@ def test_sample_fixed_for_0_5_10_loads_every_tensor(sample_dir, tmp_path):
     assert len(plan.renames) == 10
     report = verify_output(out, "sglang==0.5.10")
     assert not report.with_outcome("dropped_silently") and not report.crashed
-    assert report.config_supported
+    assert report.refusal is None
     assert all(p.state != "left_at_init" for p in report.params)
     src, dst = load_file(sample_dir / "model.safetensors"), load_file(out / "model.safetensors")
     assert set(dst) == {plan.renames.get(k, k) for k in src}
@@ -63,7 +63,7 @@ def test_sample_fixed_for_0_5_10_loads_every_tensor(sample_dir, tmp_path):
 def test_sample_for_0_5_12_changes_only_the_config(sample_dir):
     _, plan, _ = fix(sample_dir, "sglang==0.5.12")
     assert plan.renames == {} and plan.config is not None
-    assert plan.after.config_supported and not plan.before.config_supported
+    assert plan.after.refusal is None and plan.before.refusal is not None
 
 
 def test_in_place_keeps_orig(sample_dir, tmp_path):
@@ -112,7 +112,7 @@ def test_specforge_for_vllm_0_10_rewrites_the_architecture(tmp_path):
     _, plan, out = fix(LAYOUTS / "specforge", "vllm==0.10.2", out=tmp_path / "o")
     assert plan.renames == {}
     assert json.loads((out / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
-    assert verify_output(out, "vllm==0.10.2").config_supported
+    assert verify_output(out, "vllm==0.10.2").refusal is None
 
 
 def test_specforge_ids_for_vllm_0_24_become_after_k_layers(tmp_path):
@@ -176,8 +176,11 @@ def test_cli_fix_json(sample_dir, tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert data["after"] == {"crashed": False, "problems": []}
-    assert len(data["plan"]["problems_before"]) == 10 and data["plan"]["problems_after"] == []
+    assert data["after"] == {"crashed": False, "loads_cleanly": True, "problems": []}
+    # the refused config, then the 10 decoder-layer keys it would drop once rewritten
+    before = data["plan"]["problems_before"]
+    assert before[0].startswith("config.json refused") and len(before) == 11
+    assert data["plan"]["problems_after"] == []
 
 
 def test_pickle_config_only_fix_copies_the_bin_verified(tmp_path):

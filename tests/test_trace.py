@@ -295,9 +295,12 @@ def test_cli_convention_and_cuda_graph_switches(capsys, tmp_path):
     eagle_config are read one layer late by sglang 0.5.12 (deepseek_v2.py ids+1) and as meant
     by 0.5.13 (:2752, PR #25454). --cuda-graph: 0.5.10 graph replays capture the defaults
     (cuda_graph_runner.py:644-653)."""
-    raw = json.loads((SAMPLE / "config.json").read_text())
-    raw.pop("eagle_aux_hidden_state_layer_ids")
-    raw["transformer_layer_config"]["hidden_size"] = 7168
+    from kit.config import flatten_speculators
+
+    raw = flatten_speculators(
+        json.loads((SAMPLE / "config.json").read_text()), "LlamaForCausalLMEagle3"
+    )
+    raw["hidden_size"] = 7168
     raw["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}
     draft = tmp_path / "config.json"
     draft.write_text(json.dumps(raw))

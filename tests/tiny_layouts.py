@@ -63,3 +63,34 @@ def write(folder: Path, keys: dict[str, tuple[int, ...]], config: dict) -> Path:
 def sim(folder: Path, engine: str):
     """The load replay of the checkpoint in `folder` under one engine release."""
     return simulate_load(open_checkpoint(folder), load_draft_config(folder), engine)
+
+
+def speculators_multilayer(
+    folder: Path, layers: int = 2, aux_ids: tuple[int, ...] = (2, 8, 16, 29)
+) -> Path:
+    """A speculators-trainer draft with `layers` decoder layers and len(aux_ids) aux states:
+    layer 0 has hidden_norm, later layers are plain decoder layers (in-dim H, no hidden_norm)."""
+    from kit.formats import speculators_config
+
+    layer_cfg = {
+        k.lower(): v for k, v in FLAT.items() if k not in ("architectures", "draft_vocab_size")
+    }
+    layer_cfg |= {"num_hidden_layers": layers, "rms_norm_eps": 1e-6}
+    keys: dict[str, tuple[int, ...]] = {}
+    for i in range(layers):
+        for name, shape in LAYER.items():
+            if i and name == "hidden_norm.weight":
+                continue
+            if i and name.startswith("self_attn.") and name != "self_attn.o_proj.weight":
+                shape = (shape[0], 32)  # later layers attend over H, not 2H
+            keys[f"layers.{i}.{name}"] = shape
+    keys |= {"fc.weight": (32, 32 * len(aux_ids)), "norm.weight": (32,), "lm_head.weight": (16, 32)}
+    keys |= {"embed_tokens.weight": (64, 32), "d2t": (16,), "t2d": (64,)}
+    config = speculators_config(
+        layer_cfg,
+        draft_vocab_size=16,
+        aux_layer_ids=list(aux_ids),
+        speculative_tokens=3,
+        verifier={"architectures": ["LlamaForCausalLM"], "name_or_path": "tiny-target"},
+    )
+    return write(folder, keys, config)

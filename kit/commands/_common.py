@@ -55,11 +55,10 @@ def gate(findings: Iterable[Finding], threshold: Severity | None) -> int:
     return int(any(f.severity >= threshold for f in findings))
 
 
-def add_deployment_arguments(p: argparse.ArgumentParser, *, draft_required: bool) -> None:
-    """What describes a deployment: the draft, the target, the engine release, the logs."""
-    p.add_argument(
-        "--draft", type=Path, required=draft_required, help="draft checkpoint (or config) folder"
-    )
+def add_deployment_arguments(p: argparse.ArgumentParser) -> None:
+    """What describes a deployment: the draft, the target, the engine release, the logs; any
+    subset of them (each check runs on the inputs it needs)."""
+    p.add_argument("--draft", type=Path, help="draft checkpoint (or config) folder")
     p.add_argument("--target", type=Path, help="transformers target folder (offline acceptance)")
     p.add_argument("--target-config", type=Path, help="target config.json (aux-capture trace)")
     p.add_argument("--draft-config", type=Path, help="draft config to trace (default: the draft's)")

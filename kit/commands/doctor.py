@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from kit.commands._common import add_deployment_arguments, add_fail_on, gate
 
@@ -10,22 +11,27 @@ HELP = "Run every check on a draft (keys, load, aux capture, logs) and rank the 
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_deployment_arguments(p, draft_required=True)
+    add_deployment_arguments(p)
     p.add_argument("--expected-accept-len", type=float, help="offline expected accept length")
+    p.add_argument("--baseline-log", type=Path, help="server log of a run without speculation")
     add_fail_on(p)
     p.add_argument("--json", action="store_true", help="JSON for programs")
 
 
 def run(args: argparse.Namespace) -> int:
     from kit.doctor import diagnose
+    from kit.errors import KitError
     from kit.findings import dumps, render_text
 
+    if not (args.draft or args.target_config or args.logs or args.target):
+        raise KitError("nothing to check: give --draft, --target-config, --target or --log")
     report = diagnose(
         args.draft,
         target_config=args.target_config,
         draft_config=args.draft_config,
         engine=args.engine,
         logs=args.logs,
+        baseline_log=args.baseline_log,
         target_class=args.target_class,
         aux_capture=args.aux_capture,
         num_draft_tokens=args.num_draft_tokens,

@@ -47,9 +47,8 @@ def run(args: argparse.Namespace) -> int:
         result["written"] = str(written)
         result["after"] = {
             "crashed": after.crashed,
-            "problems": [
-                k.key for k in after.keys if k.outcome in ("dropped_silently", "warned", "error")
-            ],
+            "loads_cleanly": after.loads_cleanly,
+            "problems": [k.key for k in after.lost],
         }
     if args.json:
         sys.stdout.write(dumps(result) + "\n")

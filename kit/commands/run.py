@@ -20,7 +20,7 @@ HELP = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_deployment_arguments(p, draft_required=False)
+    add_deployment_arguments(p)
     p.add_argument("--baseline-log", type=Path, help="server log of a run without speculation")
     p.add_argument(
         "--k",

@@ -9,11 +9,14 @@ supporting a new engine is adding a package and naming it in `ENGINES`.
 
 from __future__ import annotations
 
-from packaging.version import InvalidVersion, Version
+import re
+
+from packaging.version import Version
 
 from kit.engines import sglang, vllm
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.errors import KitError
+from kit.findings import Finding, Severity
 
 __all__ = [
     "ENGINES",
@@ -24,6 +27,7 @@ __all__ = [
     "all_releases",
     "parse_engine",
     "pick",
+    "release_findings",
     "supported_range",
 ]
 
@@ -38,23 +42,61 @@ def supported_range(name: str) -> tuple[str, str]:
     return rel[0], rel[-1]
 
 
+# A release string must be a plain release: digits, dots and an optional .postN, as the engines
+# publish them (no leading "v", no pre-release or dev suffix, at least major.minor.patch).
+_RELEASE = re.compile(r"^\d+\.\d+\.\d+(\.\d+)*(\.post\d+)?$")
+
+
 def parse_engine(text: str) -> EngineRelease:
-    """Parse `sglang==0.5.10` / `vllm==0.11.0`; a clear error names the supported range."""
+    """Parse `sglang==0.5.10` / `vllm==0.11.0`; a clear error names the supported range.
+
+    A release the kit read is used as is. A release between two read ones (or never published)
+    is accepted with `assumed_from` set to the latest read release before it, whose behaviour is
+    assumed (`release_findings` says so); strings that are not releases are refused.
+    """
     name, sep, ver = text.strip().partition("==")
-    name = name.strip().lower()
+    name, ver = name.strip().lower(), ver.strip()
     if name not in RELEASES:
-        raise KitError(f"unknown engine {name!r} in {text!r}; use sglang==X or vllm==X")
-    if not sep or not ver.strip():
-        lo, hi = supported_range(name)
-        raise KitError(f"{text!r} has no version; use {name}==X with X in {lo} … {hi}")
-    try:
-        version = Version(ver.strip())
-    except InvalidVersion:
-        raise KitError(f"{ver.strip()!r} is not a version number") from None
+        raise KitError(
+            f"unknown engine {name!r} in {text!r}; use {' or '.join(f'{e}==X' for e in ENGINES)}"
+        )
     lo, hi = supported_range(name)
+    if not sep or not ver:
+        raise KitError(f"{text!r} has no version; use {name}==X with X in {lo} … {hi}")
+    if not _RELEASE.match(ver):
+        hint = f"; use {name}=={ver[1:]}" if ver[:1] in "vV" and _RELEASE.match(ver[1:]) else ""
+        raise KitError(
+            f"{ver!r} is not a {name} release (releases look like {hi}; no pre-releases){hint}"
+        )
+    version = Version(ver)
     if not Version(lo) <= version <= Version(hi):
         raise KitError(f"{name} {version} is outside the supported range {lo} … {hi}")
-    return EngineRelease(name, version)
+    read = [Version(v) for v in RELEASES[name]]
+    assumed = None if version in read else max(v for v in read if v <= version)
+    return EngineRelease(name, version, assumed)
+
+
+def release_findings(release: EngineRelease) -> list[Finding]:
+    """A warning when the release was not read and another one's behaviour is assumed."""
+    if release.assumed_from is None:
+        return []
+    nxt = next((v for v in RELEASES[release.name] if Version(v) > release.version), None)
+    return [
+        Finding(
+            code="RELEASE_ASSUMED",
+            severity=Severity.WARNING,
+            title=f"{release} was not read by the kit: {release.name}=={release.assumed_from}'s "
+            "behaviour is assumed",
+            evidence=(
+                f"releases read around it: {release.assumed_from}"
+                + (f" and {nxt}" if nxt else "")
+                + "; a rule that changed between them may be misjudged",
+            ),
+            fix=f"check the verdict against {release.name}=={release.assumed_from}"
+            + (f" and {release.name}=={nxt}" if nxt else ""),
+            engine=str(release),
+        )
+    ]
 
 
 def all_releases(name: str) -> list[EngineRelease]:

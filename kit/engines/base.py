@@ -7,7 +7,7 @@ while the registry imports the engine packages.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from packaging.version import Version
@@ -21,6 +21,8 @@ class EngineRelease:
 
     name: str
     version: Version
+    # the latest release the kit read before `version`, when `version` itself was not read
+    assumed_from: Version | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"{self.name}=={self.version}"

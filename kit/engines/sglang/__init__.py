@@ -3,24 +3,33 @@
 Read in the released `sglang` wheels on PyPI (`pip download --no-deps sglang==X`); every row cites
 the file and line inside the wheel's `sglang/srt/` for the release it names.
 
-- `load`: which configs it refuses, the parameters it builds, what its loader does with each key;
+- `config`: which draft configs it refuses, what it reads from them, the form it wants;
+- `params`: the parameters its draft module builds; `load`: what its loader does with each key;
+- `capture`: which target states it hands the draft; `forward`: how the draft's forward runs;
 - `acceptance`: what its decode log and metrics print, and the formulas behind the printed rate.
 """
 
 from __future__ import annotations
 
-from kit.engines.sglang import acceptance, load
-from kit.engines.sglang.load import (
+from kit.engines.sglang import acceptance, capture, config, forward, load, params
+from kit.engines.sglang.capture import capture as capture_aux
+from kit.engines.sglang.config import (
     CONFIG_FIX,
-    config_problem,
+    constructor_failure,
+    honours,
+    num_aux,
+    refuses_config,
+    rewritten_config,
+)
+from kit.engines.sglang.forward import era
+from kit.engines.sglang.load import (
+    SHAPE_CHECK,
     d2t_source,
-    engine_params,
     from_target,
     missing_d2t_failure,
-    num_aux,
     resolve_key,
-    startup_failure,
 )
+from kit.engines.sglang.params import engine_params
 
 NAME = "sglang"
 
@@ -37,14 +46,23 @@ __all__ = [
     "CONFIG_FIX",
     "NAME",
     "RELEASES",
+    "SHAPE_CHECK",
     "acceptance",
-    "config_problem",
+    "capture",
+    "capture_aux",
+    "config",
+    "constructor_failure",
     "d2t_source",
     "engine_params",
+    "era",
+    "forward",
     "from_target",
+    "honours",
     "load",
     "missing_d2t_failure",
     "num_aux",
+    "params",
+    "refuses_config",
     "resolve_key",
-    "startup_failure",
+    "rewritten_config",
 ]

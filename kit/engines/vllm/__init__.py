@@ -3,30 +3,38 @@
 Read in the released `vllm` wheels on PyPI (`pip download --no-deps vllm==X`); every row cites
 the file inside the wheel (`vllm/…`) for the release it names.
 
-- `load`: which configs it refuses, the parameters it builds, what its loader does with each key;
+- `config`: which draft configs it refuses, what it reads from them, the form it wants;
+- `params`: the parameters its draft module builds; `load`: what its loader does with each key;
+- `capture`: which target states it hands the draft; `forward`: how the draft's forward runs;
 - `acceptance`: what its logs and metrics print, and how the figures are computed.
 """
 
 from __future__ import annotations
 
-from kit.engines.vllm import acceptance, load
-from kit.engines.vllm.load import (
+from kit.engines.vllm import acceptance, capture, config, forward, load, params
+from kit.engines.vllm.capture import capture as capture_aux
+from kit.engines.vllm.config import (
     CONFIG_FIX,
-    SPECULATORS_FIX,
-    config_problem,
+    constructor_failure,
+    honours,
+    num_aux,
+    refuses_config,
+    rewritten_config,
+)
+from kit.engines.vllm.forward import era
+from kit.engines.vllm.load import (
+    SHAPE_CHECK,
     d2t_source,
-    engine_params,
     from_target,
     missing_d2t_failure,
-    num_aux,
     resolve_key,
-    startup_failure,
 )
+from kit.engines.vllm.params import engine_params
 
 NAME = "vllm"
 
 RELEASES: tuple[str, ...] = (
-    "0.9.2", "0.10.0", "0.10.1.1", "0.10.2", "0.11.0", "0.11.2", "0.12.0", "0.14.0",
+    "0.9.2", "0.10.0", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.14.0",
     "0.18.0", "0.24.0", "0.28.0", "0.33.0",
 )  # fmt: skip
 
@@ -34,15 +42,23 @@ __all__ = [
     "CONFIG_FIX",
     "NAME",
     "RELEASES",
-    "SPECULATORS_FIX",
+    "SHAPE_CHECK",
     "acceptance",
-    "config_problem",
+    "capture",
+    "capture_aux",
+    "config",
+    "constructor_failure",
     "d2t_source",
     "engine_params",
+    "era",
+    "forward",
     "from_target",
+    "honours",
     "load",
     "missing_d2t_failure",
     "num_aux",
+    "params",
+    "refuses_config",
     "resolve_key",
-    "startup_failure",
+    "rewritten_config",
 ]

@@ -1,0 +1,201 @@
+"""The vocabulary every engine's rules are written in, and the engine-independent code reads.
+
+Loading: what an engine does with one checkpoint key (`Outcome`), the state a parameter ends in
+(`State`) and how an engine initialises one nothing loads (`Init`); a parameter as the engine
+builds it (`ParamSpec`), one key's fate (`KeyOutcome`), what a key rule may look at
+(`LoadContext`). Running: which config flags a release honours (`Honoured`), how it builds the
+draft module (`Era`), and what the target hands the draft (`Capture`, `Feed`, `FcGate`).
+
+Kept apart from the engine packages and from `kit.loading` / `kit.capture` / `kit.draft`, so
+that the rules and the code that applies them do not import each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, NamedTuple
+
+from kit.config import DraftConfig
+from kit.engines.base import EngineRelease
+
+
+class Outcome(StrEnum):
+    """What an engine does with one checkpoint key."""
+
+    LOADED = "loaded"  # copied into an engine parameter (shard id for merged qkv / gate_up)
+    CONSUMED = "consumed"  # d2t turned into the engine's token map
+    IGNORED = "ignored"  # t2d, skip rules: deliberate, documented
+    DROPPED = "dropped_silently"  # unmatched and discarded without a word
+    WARNED = "warned"  # unmatched, the engine logs a warning and goes on
+    ERROR = "error"  # the engine raises at start-up (or never starts: a refused config)
+
+
+class State(StrEnum):
+    """The state of an engine parameter after load and the worker's post-load overrides."""
+
+    LOADED = "loaded"
+    FROM_TARGET = "from_target"
+    LEFT_AT_INIT = "left_at_init"
+
+
+class Init(StrEnum):
+    """How an engine initialises a parameter nothing loads."""
+
+    UNINITIALIZED = "uninitialized"  # torch.empty: whatever was in memory
+    ONES = "ones"  # RMSNorm weight
+    RANDOM = "random"  # PyTorch default init (nn.Linear weight / bias)
+    ZEROS = "zeros"  # e.g. vLLM's draft_id_to_target_id
+
+
+class Refusal(NamedTuple):
+    """Why an engine release does not start: the exception it raises, and where."""
+
+    message: str
+    source: str
+
+
+Shard = str | int | None
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One engine parameter: its name and shape as the engine builds them, and its init.
+
+    `shards` lists (shard id, rows) for merged parameters (qkv_proj: q/k/v, gate_up_proj: 0/1);
+    `rows` is the unpadded row count of a vocab-padded embedding / head (the loader checks
+    the checkpoint tensor against it, not against the padded shape). `unused` says why a
+    parameter the engine builds and loads never takes part in the forward pass.
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    init: Init
+    shards: tuple[tuple[Shard, int], ...] = ()
+    rows: int | None = None
+    unused: str = ""
+
+    def expected(self, shard: Shard) -> tuple[int, ...]:
+        """The checkpoint tensor shape the engine's weight loader accepts for this parameter."""
+        if shard is not None and self.shards:
+            return (dict(self.shards)[shard], *self.shape[1:])
+        if self.rows is not None:
+            return (self.rows, *self.shape[1:])
+        return self.shape
+
+
+@dataclass
+class KeyOutcome:
+    """The fate of one checkpoint key in one engine release.
+
+    `if_config_rewritten` is the fate the same key would meet once config.json is rewritten in
+    the engine's own form, when the release refuses the config as saved (every key is then an
+    `error`: the server never starts).
+    """
+
+    key: str
+    outcome: Outcome
+    param: str | None = None
+    shard: Shard = None
+    message: str = ""
+    source: str = ""
+    if_config_rewritten: KeyOutcome | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "key": self.key,
+            "outcome": str(self.outcome),
+            "param": self.param,
+            "shard": self.shard,
+            "message": self.message,
+            "source": self.source,
+        }
+        if self.if_config_rewritten is not None:
+            alt = self.if_config_rewritten
+            d["if_config_rewritten"] = {
+                "outcome": str(alt.outcome),
+                "param": alt.param,
+                "shard": alt.shard,
+                "message": alt.message,
+            }
+        return d
+
+
+@dataclass
+class LoadContext:
+    """What a key rule may look at: the config, the release, the parameters, all key names."""
+
+    cfg: DraftConfig
+    release: EngineRelease
+    params: dict[str, ParamSpec]
+    keys: list[str]
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+def pad64(n: int) -> int:
+    """Vocab rows after the engines' padding of embeddings / heads to a multiple of 64."""
+    return (n + 63) // 64 * 64
+
+
+# --- running the draft ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Honoured:
+    """The trained behaviours (config flags) a release implements for one config, each with the
+    source that says so; a flag the config sets and the release does not honour makes the draft
+    compute another function than the one it was trained as."""
+
+    norm_before_fc: bool
+    fc_norm: bool
+    norm_output: bool
+    norm_before_residual: bool
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+class FcGate(StrEnum):
+    """When the engine runs the draft's `fc` on the hidden state it is handed."""
+
+    WIDTH = "width"  # SGLang: iff hidden_states.shape[-1] != embeds.shape[-1]
+    ALWAYS = "always"  # vLLM: combine_hidden_states on the target's states, every step 0
+    SKIPPED = "skipped"  # vLLM ≥0.12 with eagle_config.use_aux_hidden_state false
+
+
+@dataclass(frozen=True)
+class Era:
+    """How a range of releases runs the draft module's forward pass (its parameters are
+    `engine_params`): when fc runs, and which norm opens decoder layers after the first."""
+
+    fc_gate: FcGate
+    later_input_norm: str  # "hidden_norm" (SGLang ≥0.5.12) | "input_layernorm" (vLLM)
+
+
+class Feed(StrEnum):
+    """What the target hands the draft on the draft-extend step after each target pass."""
+
+    AUX_CONCAT = "aux_concat"  # healthy: cat(aux states) -> fc
+    FINAL_HIDDEN_POST_NORM = "final_hidden_post_norm"  # no capture: the final normed state
+    CRASH = "crash"  # start-up error, or fc / the draft's width assert fails on the first batch
+
+
+@dataclass
+class Capture:
+    """The engine-specific half of a capture report, before widths and findings.
+
+    Layer ids are states after k decoder layers (k = 0 the embeddings, k = n the final pre-norm
+    state), the convention both engines keep their own lists in.
+    """
+
+    aux_on: bool
+    config_ids: list[int] | None  # ids the engine read from the draft config
+    ignored_ids: list[int] | None  # ids the draft declares where this release does not read
+    engine_ids: list[int]  # the engine's own list (layers_to_capture / aux layers)
+    top_layer: int  # the highest state the target's capture loop can append (n - 1 or n)
+    id_rule: str | None  # how config ids became engine ids
+    graph_ids: list[int] | None  # what CUDA-graph replays capture, when it differs
+    startup_error: str | None
+    aux_off_reason: str | None
+    fc_in: int
+    fc_gate: FcGate
+    unverified: str | None = None
+    sources: dict[str, str] = field(default_factory=dict)
