@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from packaging.version import Version
 
@@ -67,3 +67,32 @@ def pick(rows: Sequence[Row[T]], release: EngineRelease) -> Row[T]:
         if release in row.versions:
             return row
     raise KitError(f"no rule covers {release}")  # a gap in a table is a bug in the table
+
+
+class EngineRules(Protocol):
+    """What every engine package (`kit.engines.<engine>`) provides: the one small interface the
+    engine-independent code (`kit.loading`, `kit.capture`, `kit.draft`, `kit.rewrite`) asks.
+
+    Each name is a function of the draft config and the release, backed by version-ranged rows
+    in the package's modules (`config`, `params`, `load`, `capture`, `forward`, `acceptance`).
+    """
+
+    NAME: str
+    RELEASES: tuple[str, ...]  # releases read in the engine's source, oldest first
+    CONFIG_FIX: str  # what to do when `refuses_config` says no
+    SHAPE_CHECK: str  # where the engine's weight loaders assert shapes
+    acceptance: Any  # module: STOP_COUNTING rows (and the engine's log / metrics formats)
+
+    def refuses_config(self, cfg: Any, release: EngineRelease) -> Any: ...  # Refusal | None
+    def constructor_failure(self, cfg: Any, release: EngineRelease) -> Any: ...  # Refusal | None
+    def rewritten_config(self, cfg: Any, release: EngineRelease) -> tuple[dict, list[str]]: ...
+    def num_aux(self, cfg: Any, release: EngineRelease) -> int: ...
+    def honours(self, cfg: Any, release: EngineRelease) -> Any: ...  # Honoured
+    def engine_params(self, cfg: Any, release: EngineRelease) -> list: ...  # [ParamSpec]
+    def resolve_key(self, key: str, ctx: Any) -> Any: ...  # KeyOutcome
+    def from_target(self, ctx: Any) -> dict[str, tuple[str, str]]: ...
+    def missing_d2t_failure(self, release: EngineRelease) -> Any: ...  # Refusal | None
+    def d2t_source(self, release: EngineRelease) -> str: ...
+    def capture_aux(self, target: Any, draft: Any, release: EngineRelease, target_class: str,
+                    aux_override: bool | None, cuda_graph: bool) -> Any: ...  # Capture  # fmt: skip
+    def era(self, release: EngineRelease) -> Row: ...  # Row[Era]
