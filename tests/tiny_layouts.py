@@ -16,6 +16,8 @@ from kit.checkpoint import open_checkpoint
 from kit.config import load_draft_config
 from kit.loading import simulate_load
 
+DATA = Path(__file__).resolve().parent.parent / "data"
+
 LAYER = {
     "self_attn.q_proj.weight": (32, 64),
     "self_attn.k_proj.weight": (16, 64),

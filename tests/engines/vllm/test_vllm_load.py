@@ -7,16 +7,15 @@ reproduces. Layouts are written as real safetensors files in `tmp_path`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from tiny_layouts import FLAT, LAYER, sim, write
+from tiny_layouts import DATA, FLAT, LAYER, sim, write
 
 from kit.checkpoint import open_checkpoint
 from kit.config import parse_draft_config
 from kit.loading import engine_params
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "samples" / "speculators-0.9.0-tiny"
-LAYOUTS = Path(__file__).resolve().parent.parent / "data" / "layouts"
+SAMPLE = DATA / "samples" / "speculators-0.9.0-tiny"
+LAYOUTS = DATA / "layouts"
 
 
 def keys_of(prefix: str = "midlayer.", d2t: bool = True) -> dict[str, tuple[int, ...]]:

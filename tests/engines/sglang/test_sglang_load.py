@@ -6,10 +6,8 @@ Layouts are written as real safetensors files in `tmp_path`.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from tiny_layouts import FLAT, LAYER, sim, speculators_multilayer, write
+from tiny_layouts import DATA, FLAT, LAYER, sim, speculators_multilayer, write
 
 from kit.checkpoint import open_checkpoint
 from kit.config import load_draft_config
@@ -158,7 +156,7 @@ def test_specforge_layout_loads_in_every_era(tmp_path, engine):
 def test_eagle_official_bin_replays(tmp_path):
     """EAGLE official (`pytorch_model.bin`, LlamaForCausalLM, midlayer.*) loads in 0.5.10
     (`llama_eagle3.py:243`); the .bin is opened with weights_only."""
-    report = sim(Path("data/layouts/eagle-official"), "sglang==0.5.10")
+    report = sim((DATA / "layouts" / "eagle-official"), "sglang==0.5.10")
     assert not report.with_outcome("dropped_silently") and not report.crashed
     assert report.param("model.midlayer.self_attn.qkv_proj.weight").state == "loaded"
 
@@ -166,7 +164,7 @@ def test_eagle_official_bin_replays(tmp_path):
 def test_modelopt_two_layers_before_0_5_12_is_a_value_error(tmp_path):
     """sglang ≤0.5.11 `llama_eagle3.py` __init__ (single midlayer, :130 in 0.4.10): num_hidden_layers != 1 ⇒
     ValueError("EAGLE3 currently only supports 1 layer") (SpecForge#129)."""
-    report = sim(Path("data/layouts/modelopt-layers"), "sglang==0.5.11")
+    report = sim((DATA / "layouts" / "modelopt-layers"), "sglang==0.5.11")
     assert report.crashed
     assert set(report.errors) == {"ValueError: EAGLE3 currently only supports 1 layer"}
 
@@ -174,7 +172,7 @@ def test_modelopt_two_layers_before_0_5_12_is_a_value_error(tmp_path):
 def test_modelopt_midlayer_indexed_dropped_by_legacy_map(tmp_path):
     """sglang 0.5.12 `llama_eagle3.py:306`: substring map midlayer→layers.0 turns
     `midlayer.1.x` into `layers.0.1.x`, which matches nothing ⇒ dropped silently."""
-    report = sim(Path("data/layouts/modelopt-midlayer"), "sglang==0.5.12")
+    report = sim((DATA / "layouts" / "modelopt-midlayer"), "sglang==0.5.12")
     dropped = {k.key for k in report.with_outcome("dropped_silently")}
     assert "midlayer.0.self_attn.q_proj.weight" in dropped
     assert "midlayer.1.mlp.down_proj.weight" in dropped
@@ -183,7 +181,7 @@ def test_modelopt_midlayer_indexed_dropped_by_legacy_map(tmp_path):
 
 def test_modelopt_layers_two_layer_shapes_0_5_12():
     """sglang 0.5.12 builds `model.layers.{i}` (:180); layer ≥1 attends over H, not 2H (§B)."""
-    report = sim(Path("data/layouts/modelopt-layers"), "sglang==0.5.12")
+    report = sim((DATA / "layouts" / "modelopt-layers"), "sglang==0.5.12")
     q1 = report.outcome("layers.1.self_attn.q_proj.weight")
     assert q1.outcome == "loaded" and q1.param == "model.layers.1.self_attn.qkv_proj.weight"
     assert report.param("model.layers.1.self_attn.qkv_proj.weight").shape == (64, 32)
