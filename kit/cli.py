@@ -2,15 +2,18 @@
 
 Each command module defines `HELP`, `add_arguments(parser)` and `run(args) -> int`, and imports
 anything heavy (torch, plotly) inside `run`, so `--help` and header-only commands stay fast.
-Expected failures (`KitError`) print one line and exit 2; no traceback.
+Expected failures (`KitError`) print one line and exit 2; no traceback. With `--json` the error
+is also printed on stdout as `{"error": …, "exit_code": 2}`, for programs that read only stdout.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 
+from kit import __version__
 from kit.errors import KitError
 
 COMMANDS = (
@@ -27,25 +30,15 @@ COMMANDS = (
 EXIT_BAD_INPUT = 2
 
 
-def _load(name: str):
-    try:
-        return importlib.import_module(f"kit.commands.{name}")
-    except ModuleNotFoundError as e:
-        if e.name == f"kit.commands.{name}":
-            return None
-        raise
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m kit",
         description="EAGLE-3 debug kit: inspect, simulate, trace and measure draft models.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        module = _load(name)
-        if module is None:
-            continue
+        module = importlib.import_module(f"kit.commands.{name}")
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
         p.set_defaults(_run=module.run)
@@ -57,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except KitError as e:
+        if getattr(args, "json", False):  # a program reading stdout gets the error there too
+            print(json.dumps({"error": str(e), "exit_code": EXIT_BAD_INPUT}))
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -95,7 +95,7 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, indent=2, default=default)
 
 
-_STYLE = {
+STYLE = {
     Severity.CRITICAL: "bold white on red",
     Severity.ERROR: "bold red",
     Severity.WARNING: "yellow",
@@ -121,7 +121,7 @@ def render_table(findings: Sequence[Finding], title: str = "Findings"):
         if f.engine or f.source:
             body += "\n  [dim]" + " · ".join(x for x in (f.engine, f.source) if x) + "[/dim]"
         sev = f.severity.name.lower() + (" (root cause)" if f.root_cause else "")
-        table.add_row(f"[{_STYLE[f.severity]}]{sev}[/]", f.code, body, f.fix)
+        table.add_row(f"[{STYLE[f.severity]}]{sev}[/]", f.code, body, f.fix)
     return table
 
 

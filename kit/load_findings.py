@@ -358,24 +358,34 @@ def _norm_renames(pairs: list[tuple[ParamState, ParamState]]) -> dict[str, str]:
 
 
 def _flags_ignored(r: LoadReport, rel: EngineRelease, cfg: DraftConfig) -> Finding | None:
+    skipped = ("norm_before_fc",) if _input_norm_discarded(r) else ()
+    return flags_ignored(cfg, rel, skipped)
+
+
+def flags_ignored(
+    cfg: DraftConfig, rel: EngineRelease, skipped: tuple[str, ...] = ()
+) -> Finding | None:
+    """A trained behaviour (norm flag) the release does not implement as trained: the draft then
+    computes another function than the one it was trained as. Shared by the load replay and the
+    trace, so every analysis names it."""
     runs = ENGINES[rel.name].honours(cfg, rel)
-    skipped = {"norm_before_fc"} if _input_norm_discarded(r) else set()
     differ = [f for f in FLAGS if f not in skipped and getattr(cfg, f) != getattr(runs, f)]
     if not differ:
         return None
+    engine = str(rel)
     return Finding(
         code="TRAINED_FLAG_IGNORED",
         severity=Severity.WARNING,
-        title=f"{r.engine} runs the draft differently from its training: "
+        title=f"{engine} runs the draft differently from its training: "
         + ", ".join(f"{f}={getattr(runs, f)} (trained {getattr(cfg, f)})" for f in differ),
         evidence=tuple(
-            f"{f}: config says {getattr(cfg, f)}, {r.engine} runs {getattr(runs, f)} "
+            f"{f}: config says {getattr(cfg, f)}, {engine} runs {getattr(runs, f)} "
             f"({runs.sources.get(f, '')})"
             for f in differ
         ),
         fix="serve the draft with a release that implements these flags, or measure the cost "
         "offline (python -m kit offline --engine …) before deploying",
-        engine=r.engine,
+        engine=engine,
         source=runs.sources.get(differ[0]),
         data={"flags": {f: {"trained": getattr(cfg, f), "runs": getattr(runs, f)} for f in differ}},
     )

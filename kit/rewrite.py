@@ -43,7 +43,7 @@ from kit.engines import ENGINES, EngineRelease, parse_engine
 from kit.engines.vocab import Init, State
 from kit.errors import KitError
 from kit.formats import LAYOUTS, rename_plan
-from kit.loading import LoadReport, simulate_keys
+from kit.loading import LoadReport, ParamState, simulate_keys
 
 CHUNK = 8 << 20  # buffer of the read/write fallback copy
 WINDOW = 8 << 20  # bytes of each file mapped at once while verifying
@@ -129,6 +129,18 @@ def _with_norm_renames(
     return plan, simulate_keys(shapes, cfg, rel)
 
 
+def _left_note(p: ParamState, engine: str) -> str:
+    """What a parameter nothing loads means for the served draft."""
+    if p.unused:
+        return f"{p.name} stays {p.init} in {engine}, and is never used"
+    if p.init == Init.RANDOM:
+        return (
+            f"{p.name} stays random in {engine}: the release builds it, the checkpoint has no "
+            "tensor for it (the trainer had none), so every draft step adds a random offset"
+        )
+    return f"{p.name} stays {p.init} in {engine}: the checkpoint has no tensor for it"
+
+
 def plan_fix(ck: Checkpoint, cfg: DraftConfig, release: EngineRelease | str) -> FixPlan:
     """The smallest rename + config change under which every tensor loads in `release`."""
     rel = parse_engine(release) if isinstance(release, str) else release
@@ -167,11 +179,7 @@ def plan_fix(ck: Checkpoint, cfg: DraftConfig, release: EngineRelease | str) -> 
     if d2t:
         raise KitError(f"refusing: {d2t[0].title}; a rename cannot create d2t", ck.path)
     notes = [f.title for f in after.findings if f.code == "TRAINED_FLAG_IGNORED"]
-    notes += [
-        f"{p.name} stays {p.init} ({rel})" + (" and is unused" if p.unused else "")
-        for p in after.params
-        if p.state == State.LEFT_AT_INIT
-    ]
+    notes += [_left_note(p, str(rel)) for p in after.params if p.state == State.LEFT_AT_INIT]
     return FixPlan(
         str(rel), plan, raw if changes else None, changes, notes, before, after, cfg_after
     )

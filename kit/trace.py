@@ -122,6 +122,7 @@ def trace_draft(
     import torch
 
     from kit.draft import build_draft
+    from kit.load_findings import flags_ignored
     from kit.loading import served_config
 
     if device not in ("meta", "cpu"):
@@ -129,6 +130,7 @@ def trace_draft(
     rel = parse_engine(release) if isinstance(release, str) else release
     cap = simulate_capture(target, draft, rel, target_class, aux_capture, cuda_graph)
     draft, _ = served_config(draft, rel)  # the module the release builds: from the config it reads
+    flags = flags_ignored(draft, rel)
     if cap.startup_error:
         return TraceReport(
             cap, [], False, None, "startup", cap.startup_error, device, tokens, list(cap.findings)
@@ -163,10 +165,8 @@ def trace_draft(
         failed = _next_step([h.name for h in shapes], bool(model.fc_applied))
     fc_applied = bool(model.fc_applied)
     bypassed = "fc" if not fc_applied and not failed else None
-    report = TraceReport(
-        cap, shapes, fc_applied, bypassed, failed, error, device, tokens, list(cap.findings)
-    )
-    return report
+    findings = [*cap.findings, *([flags] if flags else [])]
+    return TraceReport(cap, shapes, fc_applied, bypassed, failed, error, device, tokens, findings)
 
 
 def _torch_dtype(name: str | None):

@@ -1,5 +1,6 @@
 """Broken input through the CLI: one line naming the file and the problem, exit 2, no traceback."""
 
+import json
 import os
 import subprocess
 import sys
@@ -33,7 +34,9 @@ def test_bad_input_is_one_line_exit_2(case, tmp_path):
     assert "Traceback" not in out.stderr
     assert lines[0].startswith(f"error: {path}"), lines[0]  # the file (or one inside it)
     assert problem in lines[0]
-    assert out.stdout == ""  # no partial report
+    # no partial report: with --json, stdout holds only the error object
+    data = json.loads(out.stdout)
+    assert data["exit_code"] == 2 and data["error"].strip() == lines[0].removeprefix("error: ")
 
 
 @pytest.mark.parametrize("case", ["malicious_torch_zip", "malicious_legacy_pickle"])

@@ -130,3 +130,42 @@ def test_a_target_with_another_vocabulary_is_flagged(tmp_path):
     assert warning.severity == Severity.WARNING and "the target 300" in warning.title
     own = diagnose(ORGANISM / "draft", target_config=ORGANISM / "target", engine="sglang==0.5.12")
     assert "VOCAB_MISMATCH" not in {f.code for f in own.findings}
+
+
+def test_narrow_terminal_stacks_findings_with_the_fix_whole(sample_dir):
+    """At 80 columns a findings table folds the fix into slivers; doctor stacks each finding
+    instead, and the fix command reads in one piece."""
+    import os
+
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run(
+        [sys.executable, "-m", "kit", "doctor", "--draft", str(sample_dir), "--engine",
+         "sglang==0.5.10"], capture_output=True, text=True, cwd=ROOT, env=env,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "┃" not in out.stdout and "critical · root cause UNSUPPORTED_CONFIG" in out.stdout
+    assert "fix CKPT --for sglang==0.5.10" in out.stdout.replace("\n", " ")
+    assert max(len(line) for line in out.stdout.splitlines()) <= 80
+
+
+def test_doctor_on_a_log_alone(tmp_path):
+    """Any subset of inputs: a server log alone is read and judged; the other checks say why
+    they did not run."""
+    report = diagnose(logs=[LOGS / "before.log"], engine="sglang==0.5.10")
+    assert "ZERO_ACCEPTANCE" in {f.code for f in report.findings}
+    assert {"inspection", "load", "capture", "offline"} <= set(report.skipped)
+    out = _cli("--log", str(LOGS / "before.log"), "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["checks_run"] == ["acceptance"]
+    assert _cli().returncode == 2  # nothing to check is a usage error, in one line
+
+
+def test_logs_reconcile_a_refused_config(sample_dir):
+    """A log proves the server ran, so the refused speculators config is not the one served:
+    the refusal becomes CONFIG_NOT_SERVED and the keys are judged as the release loads them."""
+    without = diagnose(sample_dir, engine="sglang==0.5.10")
+    assert without.root_causes[0].code == "UNSUPPORTED_CONFIG"
+    served = diagnose(sample_dir, engine="sglang==0.5.10", logs=[LOGS / "before.log"])
+    codes = {f.code: f for f in served.findings}
+    assert "UNSUPPORTED_CONFIG" not in codes and "CONFIG_NOT_SERVED" in codes
+    assert codes["KEYS_SILENTLY_DROPPED"].root_cause
+    assert not codes["KEYS_SILENTLY_DROPPED"].title.startswith("if config.json")

@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 
@@ -17,6 +18,28 @@ def test_sample_config_normalised(sample_dir):
     assert cfg.aux_layer_ids == [2, 16, 29] and cfg.aux_layer_convention == AFTER_K_LAYERS
 
 
-def test_cli_help_runs():
+def test_cli_help_lists_every_command():
+    from kit.cli import COMMANDS
+
     out = subprocess.run([sys.executable, "-m", "kit", "--help"], capture_output=True, text=True)
-    assert (out.returncode == 0 and "inspect" in out.stdout) or "COMMAND" in out.stdout
+    assert out.returncode == 0, out.stderr
+    assert all(name in out.stdout for name in COMMANDS)
+
+
+def test_cli_version():
+    from kit import __version__
+
+    out = subprocess.run([sys.executable, "-m", "kit", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == f"python -m kit {__version__}"
+
+
+def test_json_errors_reach_stdout(tmp_path):
+    """A program reading `--json` output gets the error as JSON with the exit code."""
+    out = subprocess.run(
+        [sys.executable, "-m", "kit", "inspect", str(tmp_path / "nope"), "--json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.returncode == 2
+    data = json.loads(out.stdout)
+    assert data["exit_code"] == 2 and "nope" in data["error"]
+    assert out.stderr.startswith("error: ") and "Traceback" not in out.stderr

@@ -86,7 +86,11 @@ def test_incident_with_capture_runs_fc(kimi):
     assert report.captured_layers == [2, 30, 58] and report.hidden_width == 21504
     assert report.fc_applied and report.bypassed_step is None and report.failed_step is None
     assert s["aux_hidden_states"] == s["fc_in"] == (8, 21504) and s["fc_out"] == (8, 7168)
-    assert all(f.severity <= Severity.INFO for f in report.findings)
+    # the one warning: the draft was trained with norm_before_residual, which SGLang never
+    # implements (0.5.12 models/llama_eagle3.py:93-97 keeps the pre-hidden_norm residual)
+    warned = [f for f in report.findings if f.severity > Severity.INFO]
+    assert [f.code for f in warned] == ["TRAINED_FLAG_IGNORED"]
+    assert "norm_before_residual=False (trained True)" in warned[0].title
 
 
 def test_incident_sglang_059_cannot_start(kimi):
@@ -310,7 +314,8 @@ def test_cli_convention_and_cuda_graph_switches(capsys, tmp_path):
         rc, out, _ = cli(capsys, *base, *extra)
         assert rc == 0
         d = json.loads(out)
-        return d["captured_layers"], {f["code"] for f in d["findings"]}, d["cuda_graph_layers"]
+        codes = {f["code"] for f in d["findings"]} - {"TRAINED_FLAG_IGNORED"}  # SGLang: residual
+        return d["captured_layers"], codes, d["cuda_graph_layers"]
 
     meant = ("--aux-convention", "after_k_layers")
     assert run("--engine", "sglang==0.5.12", *meant)[:2] == ([3, 31, 59], {"AUX_LAYER_OFFSET"})

@@ -19,9 +19,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kit.console import make_console, print_findings
     from kit.doctor import diagnose
     from kit.errors import KitError
-    from kit.findings import dumps, render_text
+    from kit.findings import dumps
 
     if not (args.draft or args.target_config or args.logs or args.target):
         raise KitError("nothing to check: give --draft, --target-config, --target or --log")
@@ -42,9 +43,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(report.to_dict()))
         return gate(report.findings, args.fail_on)
-    print(render_text(report.findings, title=f"doctor: {report.engine}, root causes first"))
+    console = make_console()  # the terminal's width; 120 columns through a pipe
+    print_findings(console, report.findings, f"doctor: {report.engine}, root causes first")
     for check, why in report.skipped.items():
-        print(f"skipped {check}: {why}")
+        console.print(f"skipped {check}: {why}", markup=False)
     for fact, value in report.facts.items():
-        print(f"{fact}: {value}")
+        console.print(f"{fact}: {value}", markup=False)
     return gate(report.findings, args.fail_on)

@@ -65,7 +65,9 @@ def _print(plan, result: dict) -> None:
 
     console = make_console()
     if not plan.changes_anything:
-        console.print(f"[green]Nothing to fix: every tensor already loads in {plan.engine}.[/]")
+        console.print(f"[green]Nothing to rename: every tensor already loads in {plan.engine}.[/]")
+        for note in plan.notes:  # what no rename changes, said rather than hidden
+            console.print(f"[yellow]still:[/] {note}")
         return
     if plan.renames:
         table = Table(title=f"Renames for {plan.engine}")

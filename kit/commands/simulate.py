@@ -74,8 +74,7 @@ _COLOR = {
 def _print_report(report) -> None:
     from rich.table import Table
 
-    from kit.console import make_console
-    from kit.findings import render_table
+    from kit.console import make_console, print_findings
 
     console = make_console()
     rewritten = report.rewritten
@@ -108,7 +107,7 @@ def _print_report(report) -> None:
             ", ".join(p.loaded_from) or p.message,
         )
     console.print(params)
-    console.print(render_table(report.findings, f"Findings for {report.engine}"))
+    print_findings(console, report.findings, f"Findings for {report.engine}")
 
 
 def _coloured(value) -> str:
