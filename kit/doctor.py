@@ -78,10 +78,10 @@ def diagnose(
     draft = Path(draft)
     if has_weights(draft):
         from kit.checkpoint import open_checkpoint
-        from kit.inspection import inspect_checkpoint
+        from kit.inspection import StatsRead, inspect_checkpoint
         from kit.loading import simulate_load
 
-        inspection = inspect_checkpoint(draft)
+        inspection = inspect_checkpoint(draft, stats=StatsRead.SAMPLED)
         report.checks["inspection"] = list(inspection.findings)
         report.facts["format"] = inspection.format.name
         load = simulate_load(open_checkpoint(draft), load_draft_config(draft), release)
