@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
 import re
 import struct
 from dataclasses import dataclass, field
@@ -45,6 +44,8 @@ FLOAT_DTYPES = {"F16", "BF16", "F32", "F64", "F8_E5M2", "F8_E4M3"}
 # safetensors refuses headers above 100 MB; so do we (a corrupt length must not allocate GBs).
 MAX_HEADER_BYTES = 100_000_000
 INDEX_NAME = "model.safetensors.index.json"
+# `fix --in-place` of a header-only rename leaves `<entry>.fix-undo.json` beside the checkpoint.
+UNDO_SUFFIX = ".fix-undo.json"
 PICKLE_NAMES = ("pytorch_model.bin", "model.pt", "model.bin")
 
 
@@ -111,6 +112,28 @@ class Checkpoint:
 
 def open_checkpoint(path: str | Path) -> Checkpoint:
     """Open any supported checkpoint; a `KitError` names the file and the problem otherwise."""
+    ck = _open(path)
+    if ck.kind != "pickle" and any(ck.folder.glob(f"*{UNDO_SUFFIX}")):
+        _refuse_torn(ck)
+    return ck
+
+
+def _refuse_torn(ck: Checkpoint) -> None:
+    """A header torn mid-patch may still parse, with key names that are half old, half new:
+    an undo record beside the checkpoint tells it apart from either version."""
+    from kit.header_fix import torn_files
+
+    torn = torn_files(ck.folder)
+    if torn:
+        raise KitError(
+            f"the header of {', '.join(torn)} is half the original, half the fixed one: an "
+            f"interrupted `fix --in-place` or `--undo` left it so; `python -m kit fix "
+            f"{ck.folder} --undo` restores the original, re-running the fix completes it",
+            ck.folder,
+        )
+
+
+def _open(path: str | Path) -> Checkpoint:
     p = Path(path)
     if not p.exists():
         resolved = _resolve_hf_cache(str(path))
@@ -228,7 +251,25 @@ def _open_folder(folder: Path) -> Checkpoint:
 
 
 def read_safetensors_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
-    """Parse and validate one safetensors header: every range inside the file, none overlapping."""
+    """Parse and validate one safetensors header: every range inside the file, none overlapping.
+
+    A header that does not parse beside a `fix --in-place` undo record may be one that a killed
+    run left half-written: the error says how to restore or complete it.
+    """
+    try:
+        return _read_header(file)
+    except KitError as e:
+        if not any(file.parent.glob(f"*{UNDO_SUFFIX}")):
+            raise
+        raise KitError(
+            f"{e.problem}; an undo record of `fix --in-place` sits beside it, so an interrupted "
+            f"fix may have left this header half-written: `python -m kit fix {file.parent} "
+            "--undo` restores the original, re-running the fix completes it",
+            file,
+        ) from None
+
+
+def _read_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
     try:
         size = file.stat().st_size
         with open(file, "rb") as f:
@@ -445,14 +486,6 @@ def _resolve_hf_cache(repo_id: str) -> Path | None:
 
 def total_bytes(ck: Checkpoint) -> int:
     return sum(t.nbytes for t in ck.tensors.values())
-
-
-def fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # --- statistics from tensor bytes (only on request) ---------------------------------------------
