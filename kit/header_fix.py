@@ -23,7 +23,8 @@ the fixed one's at its place, which is how it is told apart from a file changed 
 the fix again completes it (`complete`), `--undo` restores the original. The index and
 config.json are replaced atomically after the headers and restored before them, so a record
 whose headers are all original belongs to a run that had changed nothing yet, or to an undo that
-finished all but removing the record; either way it is dropped.
+finished all but removing the record; either way it is dropped. A temporary file a kill left
+while one of those was being replaced is removed by the next run or undo.
 """
 
 from __future__ import annotations
@@ -280,9 +281,19 @@ def torn_files(folder: Path) -> list[str]:
     return torn
 
 
+def _remove_stale_temporaries(folder: Path) -> None:
+    """The temporary files a killed fix or undo left while replacing its record, the index or
+    config.json (`kit.atomic` names them `.NAME.*.tmp`); nothing else is ever removed."""
+    for name in (f"*{UNDO_SUFFIX}", "config.json", INDEX_NAME):
+        for stale in folder.glob(f".{name}.*.tmp"):
+            stale.unlink(missing_ok=True)
+
+
 def complete(path: Path) -> str | None:
     """Finish a header fix a killed run left part-way (before `fix --in-place` runs again);
     what was done, or None when there was nothing to finish."""
+    if path.exists():
+        _remove_stale_temporaries(_folder(path))
     found = find_record(path)
     if found is None:
         return None
@@ -312,6 +323,7 @@ def undo(path: Path) -> list[str]:
         raise KitError(f"no undo record (*{UNDO_SUFFIX}) beside it: nothing to undo{hint}", path)
     record = UndoRecord.read(found)
     states = _states(record)
+    _remove_stale_temporaries(record.folder)
     if record.config is not None:
         replace_text(record.folder / "config.json", record.config, sync_folder=False)
     if record.index is not None:

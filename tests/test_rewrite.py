@@ -229,6 +229,17 @@ def test_a_record_written_before_any_header_is_dropped_on_rerun(sample_dir, tmp_
     assert snapshot(folder) == fixed
 
 
+def test_a_rerun_removes_the_temporaries_a_killed_run_left_and_nothing_else(sample_dir, tmp_path):
+    folder = copy(sample_dir, tmp_path / "ck")
+    fix(folder, "sglang==0.5.10", in_place=True)
+    fixed = snapshot(folder)
+    for name in (".config.json.k1.tmp", ".model.safetensors.fix-undo.json.k2.tmp"):
+        (folder / name).write_text("{")  # cut short by the kill
+    (folder / "notes.tmp").write_text("the user's")
+    assert complete(folder) is None  # the headers were done: nothing else to finish
+    assert snapshot(folder) == {**fixed, "notes.tmp": sha(folder / "notes.tmp")}
+
+
 def test_a_second_rename_on_a_header_fixed_checkpoint_is_refused(sample_dir, tmp_path):
     folder = copy(sample_dir, tmp_path / "ck")
     fix(folder, "sglang==0.5.10", in_place=True)
