@@ -1,8 +1,12 @@
 """Which trainer wrote a draft checkpoint, in which key layout, and how to rename between layouts.
 
 Each trainer leaves a recognisable mix of architecture name, decoder-layer key names, present or
-absent tensors and dtypes (shared/reference/checkpoint-formats.md §1-2). A format is a list of
-such claims; the guess is the format whose claims hold best, with the ones that held as evidence.
+absent tensors, file kind and dtypes: the EAGLE reference trainer (SafeAILab/EAGLE
+`eagle/traineagle3`) a DeepSpeed `pytorch_model.bin` with a flat `LlamaForCausalLM` config,
+SpecForge a `model.safetensors` with `LlamaForCausalLMEagle3`, `midlayer.*` and always d2t + t2d,
+and so on. A format is a list of such claims, each about one topic; the guess is the format
+whose claims hold best, with the ones that held as evidence, or several formats when the claims
+that would tell them apart disagree or cannot be checked.
 """
 
 from __future__ import annotations

@@ -89,6 +89,8 @@ class UndoRecord:
 
     @classmethod
     def read(cls, path: Path) -> UndoRecord:
+        """The record at `path`; a `KitError` unless it is one this module wrote, naming only
+        files in its own folder (a record is bytes to write: it must not aim them elsewhere)."""
         try:
             body = json.loads(path.read_text())
             if body.get("format") != RECORD_FORMAT:
@@ -97,9 +99,24 @@ class UndoRecord:
                 HeaderEdit(f["name"], f["size"], f["original"].encode(), f["fixed"].encode())
                 for f in body["files"]
             )
-            return cls(path, edits, body["index"], body["config"])
+            index, config = body["index"], body["config"]
+            if not all(_well_formed(e) for e in edits) or not all(
+                t is None or isinstance(t, str) for t in (index, config)
+            ):
+                raise ValueError
+            return cls(path, edits, index, config)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise KitError("not a readable undo record of `fix --in-place`", path) from None
+
+
+def _well_formed(edit: HeaderEdit) -> bool:
+    return (
+        isinstance(edit.name, str)
+        and Path(edit.name).name == edit.name
+        and edit.name not in ("", ".", "..")
+        and isinstance(edit.size, int)
+        and len(edit.original) == len(edit.fixed) > 0
+    )
 
 
 def record_path(ck: Checkpoint) -> Path:
@@ -111,7 +128,7 @@ def find_record(path: Path) -> Path | None:
     """The undo record of the checkpoint at `path` (a file or its folder), if there is one."""
     if not path.exists():
         return None
-    folder = path if path.is_dir() else path.parent
+    folder = _folder(path)
     named = folder / (path.name + UNDO_SUFFIX)
     if path.is_file() and named.is_file():
         return named
@@ -226,6 +243,7 @@ def fix_in_place(
     except KitError:
         _write_headers(ck.folder, list(recorded.edits), fixed=False)
         record.unlink()
+        fsync_dir(ck.folder)
         raise
     _replace_texts(ck.folder, index, config)
     return True

@@ -201,6 +201,21 @@ def data_header(path: Path) -> bytes:
     return blob[8 : 8 + struct.unpack("<Q", blob[:8])[0]]
 
 
+def test_an_undo_record_aiming_outside_its_folder_is_refused(sample_dir, tmp_path):
+    folder = copy(sample_dir, tmp_path / "ck")
+    fix(folder, "sglang==0.5.10", in_place=True)
+    victim = tmp_path / "victim.safetensors"
+    shutil.copy(folder / "model.safetensors", victim)
+    record = folder / "model.safetensors.fix-undo.json"
+    body = json.loads(record.read_text())
+    body["files"][0]["name"] = "../victim.safetensors"
+    record.write_text(json.dumps(body))
+    kept = sha(victim)
+    with pytest.raises(KitError, match="not a readable undo record"):
+        undo(folder)
+    assert sha(victim) == kept
+
+
 def test_undo_refuses_a_file_saved_again_since(sample_dir, tmp_path):
     folder = copy(sample_dir, tmp_path / "ck")
     fix(folder, "sglang==0.5.10", in_place=True)
