@@ -1,10 +1,14 @@
-"""Header-only inspection: time independent of data size, flat memory.
+"""Header-only inspection: time independent of data size, flat memory; the sampled default.
 
 Writes a small and a >= 2 GB safetensors file, and a 100-shard index with small and with large
 shards, into a temp dir (deleted afterwards), then times:
   * `open_checkpoint` in-process against `safetensors.torch.load_file` of the same data;
-  * `python -m kit inspect PATH --json` end to end against a bare `python -c "import safetensors"`;
+  * `python -m kit inspect PATH --json --header-only` end to end against a bare
+    `python -c "import safetensors"`;
 and reads each subprocess's peak RSS with `getrusage(RUSAGE_CHILDREN)` in a fresh wrapper.
+Then, on a 2.1 GB speculators draft with its config (the one bench_fix writes), the statistics
+`inspect` reads by default (a sample of each tensor) against `--stats` (every byte), a bare
+`load_file` of the same file, and `--header-only`.
 Files are freshly written, so both sides read from a warm page cache. safetensors 0.8's
 `load_file` maps the file lazily by default, so the byte-reading baseline is
 `load_file(..., backend="pread")`; the lazy default is shown too.
@@ -112,7 +116,8 @@ def measure(label: str, path: Path, data_bytes: int) -> dict:
     from kit.checkpoint import open_checkpoint
 
     # the kit first, so the baselines' multi-GB reads cannot slow it down
-    cli_s, cli_rss = child([sys.executable, "-m", "kit", "inspect", str(path), "--json"], 7)
+    cmd = [sys.executable, "-m", "kit", "inspect", str(path), "--json", "--header-only"]
+    cli_s, cli_rss = child(cmd, 7)
     open_s = best_time(lambda: open_checkpoint(path), 20)
     mmap_s = best_time(lambda: load_all(path, "mmap"), 3)
     load_s = best_time(lambda: load_all(path, "pread"), 3)
@@ -163,7 +168,59 @@ def main() -> None:
             for p in folder.iterdir():
                 p.unlink()
             folder.rmdir()
+        draft = tmp / "draft"
+        draft.mkdir()
+        sampled = measure_sampled(draft)
     print(report(rows, bare_s, bare_rss))
+    print(report_sampled(sampled))
+
+
+def measure_sampled(draft: Path) -> dict:
+    """inspect's default sampled read of a 2.1 GB draft, against the full read and load_file."""
+    from bench.bench_fix import write_draft
+    from kit.checkpoint import SAMPLE_BYTES, checkpoint_stats, open_checkpoint
+
+    size = write_draft(draft)
+    inspect = [sys.executable, "-m", "kit", "inspect", str(draft), "--json"]
+    out = {"size": size, "tensors": len(open_checkpoint(draft).tensors)}
+    out["sampled"] = child(inspect, 5)
+    out["header"] = child([*inspect, "--header-only"], 5)
+    out["full"] = child([*inspect, "--stats"], 1)
+    load_code = "import sys; from bench.bench_inspect import load_all; load_all(sys.argv[1])"
+    out["load_file"] = child([sys.executable, "-c", load_code, str(draft / "model.safetensors")], 3)
+    ck = open_checkpoint(draft)
+    checkpoint_stats(ck, sample_bytes=SAMPLE_BYTES)  # torch's first-call costs, not the read's
+    out["stats_sampled_s"] = best_time(lambda: checkpoint_stats(ck, sample_bytes=SAMPLE_BYTES), 5)
+    out["stats_full_s"] = best_time(lambda: checkpoint_stats(ck), 1)
+    out["load_file_s"] = best_time(lambda: load_all(draft / "model.safetensors"), 3)
+    return out
+
+
+def report_sampled(r: dict) -> str:
+    from kit.checkpoint import SAMPLE_BYTES, SAMPLE_WINDOWS
+
+    rows = [
+        ("`inspect --json` (default: sampled)", r["sampled"]),
+        ("`inspect --json --stats` (every byte)", r["full"]),
+        ("`inspect --json --header-only`", r["header"]),
+        ("bare `load_file` (pread), no statistics", r["load_file"]),
+    ]
+    load_s = r["load_file"][0]
+    lines = [
+        f"\nDraft: {r['size'] / 1e9:.2f} GB, {r['tensors']} tensors; sample {SAMPLE_BYTES >> 10} "
+        f"KiB per tensor in {SAMPLE_WINDOWS} windows.",
+        "",
+        "| process | wall | × load_file | peak RSS |",
+        "|---|---|---|---|",
+    ]
+    for label, (wall, rss) in rows:
+        lines.append(f"| {label} | {wall:.2f} s | {wall / load_s:.2f} | {rss:.0f} MB |")
+    lines.append(
+        f"\nIn process, statistics alone: sampled {r['stats_sampled_s']:.3f} s, full "
+        f"{r['stats_full_s']:.1f} s ({r['stats_full_s'] / r['stats_sampled_s']:.0f}×), "
+        f"load_file (pread) {r['load_file_s']:.2f} s"
+    )
+    return "\n".join(lines)
 
 
 def report(rows: list[dict], bare_s: float, bare_rss: float) -> str:

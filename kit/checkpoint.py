@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
+import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +44,8 @@ FLOAT_DTYPES = {"F16", "BF16", "F32", "F64", "F8_E5M2", "F8_E4M3"}
 # safetensors refuses headers above 100 MB; so do we (a corrupt length must not allocate GBs).
 MAX_HEADER_BYTES = 100_000_000
 INDEX_NAME = "model.safetensors.index.json"
+# `fix --in-place` of a header-only rename leaves `<entry>.fix-undo.json` beside the checkpoint.
+UNDO_SUFFIX = ".fix-undo.json"
 PICKLE_NAMES = ("pytorch_model.bin", "model.pt", "model.bin")
 
 
@@ -110,6 +112,28 @@ class Checkpoint:
 
 def open_checkpoint(path: str | Path) -> Checkpoint:
     """Open any supported checkpoint; a `KitError` names the file and the problem otherwise."""
+    ck = _open(path)
+    if ck.kind != "pickle" and any(ck.folder.glob(f"*{UNDO_SUFFIX}")):
+        _refuse_torn(ck)
+    return ck
+
+
+def _refuse_torn(ck: Checkpoint) -> None:
+    """A header torn mid-patch may still parse, with key names that are half old, half new:
+    an undo record beside the checkpoint tells it apart from either version."""
+    from kit.header_fix import torn_files
+
+    torn = torn_files(ck.folder)
+    if torn:
+        raise KitError(
+            f"the header of {', '.join(torn)} is half the original, half the fixed one: an "
+            f"interrupted `fix --in-place` or `--undo` left it so; `python -m kit fix "
+            f"{ck.folder} --undo` restores the original, re-running the fix completes it",
+            ck.folder,
+        )
+
+
+def _open(path: str | Path) -> Checkpoint:
     p = Path(path)
     if not p.exists():
         resolved = _resolve_hf_cache(str(path))
@@ -123,14 +147,29 @@ def open_checkpoint(path: str | Path) -> Checkpoint:
     if p.name.endswith(".index.json"):
         return _open_index(p)
     if p.suffix == ".safetensors":
+        _refuse_lone_shard(p)
         return _open_single(p)
     if p.suffix in (".bin", ".pt", ".pth"):
         return _open_pickle(p)
     if p.name == "config.json":
-        raise KitError("this is a config file, not a checkpoint; pass its folder", p)
+        if has_checkpoint(p.parent):
+            raise KitError(
+                f"this is a config file; the checkpoint is its folder: pass {p.parent}", p
+            )
+        raise KitError(f"this is a config file and no weights sit beside it; {CONFIG_ONLY}", p)
     raise KitError(
         "not a checkpoint (expected .safetensors, an index .json, .bin/.pt or a folder)", p
     )
+
+
+# Where a config alone leads: the commands that read a draft's config without its weights.
+CONFIG_ONLY = (
+    "commands that take a config alone: `trace --draft PATH --target-config …`, "
+    "`doctor --draft PATH --target-config …`; inspect, simulate and fix need the weights "
+    "(.safetensors, an index or pytorch_model.bin)"
+)
+# `model-00001-of-00002.safetensors`: the name transformers gives shard 1 of 2.
+_SHARD_NAME = re.compile(r"-(\d+)-of-(\d+)\.safetensors$")
 
 
 def _config_beside(folder: Path) -> Path | None:
@@ -138,18 +177,63 @@ def _config_beside(folder: Path) -> Path | None:
     return c if c.is_file() else None
 
 
+def has_checkpoint(folder: Path) -> bool:
+    """Whether `folder` holds weights `open_checkpoint` can read (not only a config)."""
+    return any(folder.glob("*.safetensors")) or any(
+        (folder / name).is_file() for name in (INDEX_NAME, *PICKLE_NAMES)
+    )
+
+
+def _refuse_lone_shard(file: Path) -> None:
+    """One shard is not the draft: the engines load every shard the index lists.
+
+    Opened alone, a shard lacks the other shards' tensors and every later step would report
+    them missing (LM_HEAD_MISSING for a head that sits in shard 2), so the error names the
+    index or folder that holds the whole checkpoint instead.
+    """
+    index = file.parent / INDEX_NAME
+    listed = _index_lists(index, file.name)
+    m = _SHARD_NAME.search(file.name)
+    of = int(m.group(2)) if m else 1
+    if listed:
+        raise KitError(
+            f"one of the shards that {index.name} beside it lists; the checkpoint is all of "
+            f"them: pass the folder ({file.parent}) or the index",
+            file,
+        )
+    if of > 1:
+        raise KitError(
+            f"shard {int(m.group(1))} of {of} by its name, and no {INDEX_NAME} beside it says "
+            "which tensors the other shards hold: put the index saved with the shards next to "
+            "them and pass the folder",
+            file,
+        )
+
+
+def _index_lists(index: Path, shard: str) -> bool:
+    if not index.is_file():
+        return False
+    try:
+        weight_map = json.loads(index.read_text())["weight_map"]
+        return shard in set(weight_map.values())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+        return False  # a broken index: the folder's own open names its problem
+
+
 def _open_folder(folder: Path) -> Checkpoint:
     if (folder / INDEX_NAME).is_file():
         return _open_index(folder / INDEX_NAME)
     singles = sorted(folder.glob("*.safetensors"))
     if len(singles) == 1:
+        _refuse_lone_shard(singles[0])
         ck = _open_single(singles[0])
         ck.path = folder
         return ck
     if len(singles) > 1:
         names = ", ".join(s.name for s in singles[:4])
         raise KitError(
-            f"{len(singles)} .safetensors files ({names}…) but no {INDEX_NAME} to say how they fit",
+            f"{len(singles)} .safetensors files ({names}…) but no {INDEX_NAME} to say how they "
+            "fit: put the index saved with them here, or pass the one file that is the draft",
             folder,
         )
     for name in PICKLE_NAMES:
@@ -157,11 +241,35 @@ def _open_folder(folder: Path) -> Checkpoint:
             ck = _open_pickle(folder / name)
             ck.path = folder
             return ck
+    if _config_beside(folder):
+        raise KitError(
+            f"no weights here, only config.json (no .safetensors, index or pytorch_model.bin); "
+            f"{CONFIG_ONLY}",
+            folder,
+        )
     raise KitError("no checkpoint here (no .safetensors, index or pytorch_model.bin)", folder)
 
 
 def read_safetensors_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
-    """Parse and validate one safetensors header: every range inside the file, none overlapping."""
+    """Parse and validate one safetensors header: every range inside the file, none overlapping.
+
+    A header that does not parse beside a `fix --in-place` undo record may be one that a killed
+    run left half-written: the error says how to restore or complete it.
+    """
+    try:
+        return _read_header(file)
+    except KitError as e:
+        if not any(file.parent.glob(f"*{UNDO_SUFFIX}")):
+            raise
+        raise KitError(
+            f"{e.problem}; an undo record of `fix --in-place` sits beside it, so an interrupted "
+            f"fix may have left this header half-written: `python -m kit fix {file.parent} "
+            "--undo` restores the original, re-running the fix completes it",
+            file,
+        ) from None
+
+
+def _read_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
     try:
         size = file.stat().st_size
         with open(file, "rb") as f:
@@ -380,18 +488,15 @@ def total_bytes(ck: Checkpoint) -> int:
     return sum(t.nbytes for t in ck.tensors.values())
 
 
-def fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 # --- statistics from tensor bytes (only on request) ---------------------------------------------
 
 # Bytes read per step when streaming a tensor: memory stays flat whatever the tensor's size.
 STATS_CHUNK_BYTES = 1 << 20
+# A sampled read takes this many bytes of each tensor, in SAMPLE_WINDOWS evenly spaced windows
+# (smaller tensors are read whole): 16 MiB for a 16-tensor draft whatever its size, enough
+# values (512 Ki BF16) that the init tests below see the statistics of the whole tensor.
+SAMPLE_BYTES = 1 << 20
+SAMPLE_WINDOWS = 16
 _ST_TO_TORCH = {
     "BOOL": "bool",
     "U8": "uint8",
@@ -414,7 +519,10 @@ _ST_TO_TORCH = {
 
 @dataclass(frozen=True)
 class TensorStats:
-    """Summary statistics of one tensor's values (over its finite values; NaN/Inf counted)."""
+    """Summary statistics of one tensor's values (over its finite values; NaN/Inf counted).
+
+    `values_read` is how many values the statistics come from: `numel` after a full read, fewer
+    after a sampled one (then min, max and the NaN/Inf counts are those of the sample)."""
 
     name: str
     dtype: str
@@ -426,10 +534,15 @@ class TensorStats:
     excess_kurtosis: float  # 0 for a Gaussian, -1.2 for a uniform distribution
     nan: int
     inf: int
+    values_read: int
 
     @property
     def absmax(self) -> float:
         return max(abs(self.min), abs(self.max))
+
+    @property
+    def sampled(self) -> bool:
+        return self.values_read < self.numel
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -463,65 +576,108 @@ class _Moments:
         self.lo = min(self.lo, float(x.min()))
         self.hi = max(self.hi, float(x.max()))
 
-    def result(self, name: str, dtype: str) -> TensorStats:
+    def result(self, info: TensorInfo) -> TensorStats:
         n = self.n
         if n == 0:
-            nan = math.nan
-            return TensorStats(name, dtype, 0, nan, nan, nan, nan, nan, self.nan, self.inf)
-        m1, m2, m3, m4 = (s / n for s in self.sums)
-        var = max(m2 - m1 * m1, 0.0)
-        central4 = m4 - 4 * m1 * m3 + 6 * m1 * m1 * m2 - 3 * m1**4
-        kurt = central4 / (var * var) - 3.0 if var > 0 else math.nan
-        std = math.sqrt(var * n / (n - 1)) if n > 1 else 0.0
-        total = n + self.nan + self.inf
-        return TensorStats(name, dtype, total, self.lo, self.hi, m1, std, kurt, self.nan, self.inf)
+            m1 = std = kurt = lo = hi = math.nan
+        else:
+            m1, m2, m3, m4 = (s / n for s in self.sums)
+            var = max(m2 - m1 * m1, 0.0)
+            central4 = m4 - 4 * m1 * m3 + 6 * m1 * m1 * m2 - 3 * m1**4
+            kurt = central4 / (var * var) - 3.0 if var > 0 else math.nan
+            std = math.sqrt(var * n / (n - 1)) if n > 1 else 0.0
+            lo, hi = self.lo, self.hi
+        return TensorStats(
+            name=info.name,
+            dtype=info.dtype,
+            numel=info.numel,
+            min=lo,
+            max=hi,
+            mean=m1,
+            std=std,
+            excess_kurtosis=kurt,
+            nan=self.nan,
+            inf=self.inf,
+            values_read=n + self.nan + self.inf,
+        )
 
 
-def tensor_stats(ck: Checkpoint, name: str, chunk_bytes: int = STATS_CHUNK_BYTES) -> TensorStats:
-    """Statistics of one tensor, streamed from disk in chunks (safetensors) so memory stays flat."""
+def sample_spans(numel: int, sample_values: int | None) -> list[tuple[int, int]]:
+    """Element ranges [start, stop) to read: the whole tensor, or SAMPLE_WINDOWS windows spread
+    evenly from its first value to its last when it holds more than `sample_values` values."""
+    if sample_values is None or numel <= sample_values:
+        return [(0, numel)]
+    width = max(sample_values // SAMPLE_WINDOWS, 1)
+    last = numel - width
+    starts = sorted({k * last // (SAMPLE_WINDOWS - 1) for k in range(SAMPLE_WINDOWS)})
+    return [(start, start + width) for start in starts]
+
+
+def tensor_stats(
+    ck: Checkpoint,
+    name: str,
+    chunk_bytes: int = STATS_CHUNK_BYTES,
+    sample_bytes: int | None = None,
+) -> TensorStats:
+    """Statistics of one tensor, streamed from disk in chunks (safetensors) so memory stays flat;
+    with `sample_bytes`, of evenly spaced windows totalling about that many bytes."""
     import torch
 
     info = ck.tensors[name]
     if info.dtype not in _ST_TO_TORCH:
         raise KitError(f"no statistics for dtype {info.dtype} (tensor {name!r})", info.file)
+    item = DTYPE_SIZES[info.dtype]
+    spans = sample_spans(info.numel, None if sample_bytes is None else sample_bytes // item)
+    step = max(chunk_bytes // item, 1)
     moments = _Moments()
     if info.offsets is None:
         flat = ck.read_tensor(name).reshape(-1)
-        step = max(chunk_bytes // max(flat.element_size(), 1), 1)
-        for i in range(0, flat.numel(), step):
-            moments.add(flat[i : i + step])
-        return moments.result(name, info.dtype)
+        for start, stop in spans:
+            for i in range(start, stop, step):
+                moments.add(flat[i : min(i + step, stop)])
+        return moments.result(info)
     dtype = getattr(torch, _ST_TO_TORCH[info.dtype])
-    item = DTYPE_SIZES[info.dtype]
-    step = max(chunk_bytes // item, 1) * item
-    begin, end = info.offsets
     with open(info.file, "rb") as f:
-        f.seek(begin)
-        pos = begin
-        while pos < end:
-            buf = f.read(min(step, end - pos))
-            if not buf:
-                raise KitError(f"file ends inside tensor {name!r}", info.file)
-            pos += len(buf)
-            moments.add(torch.frombuffer(bytearray(buf), dtype=dtype))
-    return moments.result(name, info.dtype)
+        for start, stop in spans:
+            f.seek(info.offsets[0] + start * item)
+            left = (stop - start) * item
+            while left:
+                buf = f.read(min(step * item, left))
+                if not buf:
+                    raise KitError(f"file ends inside tensor {name!r}", info.file)
+                left -= len(buf)
+                moments.add(torch.frombuffer(bytearray(buf), dtype=dtype))
+    return moments.result(info)
 
 
-def checkpoint_stats(ck: Checkpoint, names: list[str] | None = None) -> dict[str, TensorStats]:
-    """Statistics of every tensor (or `names`) whose dtype torch can read."""
+def checkpoint_stats(
+    ck: Checkpoint, names: list[str] | None = None, sample_bytes: int | None = None
+) -> dict[str, TensorStats]:
+    """Statistics of every tensor (or `names`) whose dtype torch can read: from every byte, or
+    from about `sample_bytes` of each (`SAMPLE_BYTES`: a bounded read whatever the size)."""
     import torch
 
     torch.set_num_threads(1)
     chosen = names if names is not None else list(ck.tensors)
     if ck.kind == "pickle":
-        state = _load_pickle(ck.files[0])  # one load, not one per tensor
+        state = _load_pickle(ck.files[0])  # one load (mapped), not one per tensor
         out = {}
         for n in chosen:
+            info = ck.tensors[n]
+            flat = state[n].reshape(-1)
+            item = flat.element_size()
             moments = _Moments()
-            moments.add(state[n])
-            out[n] = moments.result(n, ck.tensors[n].dtype)
+            for start, stop in sample_spans(
+                flat.numel(), None if sample_bytes is None else sample_bytes // item
+            ):
+                moments.add(flat[start:stop])
+            out[n] = moments.result(info)
         return out
-    return {n: tensor_stats(ck, n) for n in chosen if ck.tensors[n].dtype in _ST_TO_TORCH}
+    return {
+        n: tensor_stats(ck, n, sample_bytes=sample_bytes)
+        for n in chosen
+        if ck.tensors[n].dtype in _ST_TO_TORCH
+    }
 
 
 # A value this large in a weight is not learned: it is leftover memory (torch.empty) or divergence.
@@ -541,21 +697,22 @@ def looks_untrained(
         return None  # d2t / t2d and other index tensors: constant values can be legitimate
     if stats.nan or stats.inf:
         return f"{stats.nan} NaN and {stats.inf} Inf values: uninitialised memory or a diverged run"
-    if stats.numel and stats.absmax > HUGE_VALUE:
+    finite = stats.values_read
+    if finite and stats.absmax > HUGE_VALUE:
         return f"values up to {stats.absmax:.3g}: looks like uninitialised memory"
-    if stats.numel < 2:
+    if finite < 2:
         return None
     if stats.min == stats.max:
         if stats.min == 1.0 and len(info.shape) == 1 and "norm" in info.name:
             return "all ones: an RMSNorm weight at its initial value"
         return f"every value is {stats.min:g}: one repeated value"
-    if len(info.shape) == 2 and stats.numel >= 256:
+    if len(info.shape) == 2 and finite >= 256:
         return _fresh_linear_init(info, stats, initializer_range)
     return None
 
 
 def _fresh_linear_init(info: TensorInfo, s: TensorStats, initializer_range: float) -> str | None:
-    n = s.numel
+    n = s.values_read  # the tolerances are those of the values the statistics come from
     # sampling noise of the std and mean estimates, plus a margin a trained weight leaves behind
     rel = 0.03 + 4 / math.sqrt(2 * n)
     kurt_tol = 0.3 + 4 * math.sqrt(24 / n)

@@ -119,11 +119,11 @@ def _load(report: Diagnosis, draft: Path | None, release: EngineRelease, served:
         return
     from kit.checkpoint import open_checkpoint
     from kit.config import load_draft_config
-    from kit.inspection import inspect_checkpoint
+    from kit.inspection import StatsRead, inspect_checkpoint
     from kit.load_findings import served_findings
     from kit.loading import simulate_load
 
-    inspection = inspect_checkpoint(draft)
+    inspection = inspect_checkpoint(draft, stats=StatsRead.SAMPLED)
     report.checks["inspection"] = list(inspection.findings)
     report.facts["format"] = inspection.format.name
     load = simulate_load(open_checkpoint(draft), load_draft_config(draft), release)

@@ -1,8 +1,12 @@
 """Which trainer wrote a draft checkpoint, in which key layout, and how to rename between layouts.
 
 Each trainer leaves a recognisable mix of architecture name, decoder-layer key names, present or
-absent tensors and dtypes (shared/reference/checkpoint-formats.md §1-2). A format is a list of
-such claims; the guess is the format whose claims hold best, with the ones that held as evidence.
+absent tensors, file kind and dtypes: the EAGLE reference trainer (SafeAILab/EAGLE
+`eagle/traineagle3`) a DeepSpeed `pytorch_model.bin` with a flat `LlamaForCausalLM` config,
+SpecForge a `model.safetensors` with `LlamaForCausalLMEagle3`, `midlayer.*` and always d2t + t2d,
+and so on. A format is a list of such claims, each about one topic; the guess is the format
+whose claims hold best, with the ones that held as evidence, or several formats when the claims
+that would tell them apart disagree or cannot be checked.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from kit.checkpoint import FLOAT_DTYPES, Checkpoint
@@ -147,8 +152,28 @@ def facts_of(ck: Checkpoint, cfg: DraftConfig | None) -> Facts:
     )
 
 
-# A claim's test says True / False, or None when it needs a config.json and there is none.
-Claim = tuple[str, Callable[[Facts], bool | None]]
+class Topic(Enum):
+    """What a claim is about: two formats that claim different things about one topic can be
+    told apart by it."""
+
+    ARCHITECTURE = "architecture"
+    CONFIG = "config layout"
+    LAYOUT = "key layout"
+    EMBED = "embed_tokens"
+    VOCAB_MAPS = "d2t / t2d"
+    FILE = "file kind"
+    DTYPE = "dtype"
+    EAGLE_FIELDS = "eagle_config fields"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Something a trainer always writes; `test` says True / False, or None when it needs a
+    config.json and there is none."""
+
+    topic: Topic
+    text: str
+    test: Callable[[Facts], bool | None]
 
 
 @dataclass(frozen=True)
@@ -158,34 +183,57 @@ class TrainerFormat:
     claims: tuple[Claim, ...]
 
 
-def _from_config(text: str, test: Callable[[Facts], bool]) -> Claim:
-    return (text, lambda f: None if f.config_source is None else test(f))
+def _from_config(topic: Topic, text: str, test: Callable[[Facts], bool]) -> Claim:
+    return Claim(topic, text, lambda f: None if f.config_source is None else test(f))
 
 
 def _arch(*names: str) -> Claim:
-    return _from_config(f"architectures = {' | '.join(names)}", lambda f: f.architecture in names)
+    return _from_config(
+        Topic.ARCHITECTURE,
+        f"architectures = {' | '.join(names)}",
+        lambda f: f.architecture in names,
+    )
 
 
 def _layout(*layouts: str) -> Claim:
-    return (f"decoder-layer keys in layout {' | '.join(layouts)}", lambda f: f.layout in layouts)
+    return Claim(
+        Topic.LAYOUT,
+        f"decoder-layer keys in layout {' | '.join(layouts)}",
+        lambda f: f.layout in layouts,
+    )
 
 
 def _only_floats(dtype: str) -> Claim:
-    return (f"floating tensors stored as {dtype}", lambda f: f.float_dtypes == {dtype})
+    return Claim(
+        Topic.DTYPE, f"floating tensors stored as {dtype}", lambda f: f.float_dtypes == {dtype}
+    )
 
 
-_EMBED = ("embed_tokens present", lambda f: f.has("embed_tokens.weight"))
-_NO_EMBED = ("no embed_tokens (shared with the target)", lambda f: not f.has("embed_tokens.weight"))
-_D2T_T2D = ("d2t and t2d both saved", lambda f: f.has("d2t") and f.has("t2d"))
-_NO_T2D = ("no t2d", lambda f: not f.has("t2d"))
-_NESTED = _from_config(
-    "speculators config (transformer_layer_config)", lambda f: f.config_source == "speculators"
+_EMBED = Claim(Topic.EMBED, "embed_tokens present", lambda f: f.has("embed_tokens.weight"))
+_NO_EMBED = Claim(
+    Topic.EMBED,
+    "no embed_tokens (shared with the target)",
+    lambda f: not f.has("embed_tokens.weight"),
 )
-_FLAT = _from_config("flat LlamaConfig", lambda f: f.config_source == "flat")
+_D2T_T2D = Claim(
+    Topic.VOCAB_MAPS, "d2t and t2d both saved", lambda f: f.has("d2t") and f.has("t2d")
+)
+_NO_T2D = Claim(Topic.VOCAB_MAPS, "no t2d", lambda f: not f.has("t2d"))
+_SAFETENSORS = Claim(Topic.FILE, "safetensors file", lambda f: f.kind != "pickle")
+_PICKLE = Claim(Topic.FILE, "pytorch_model.bin (torch pickle)", lambda f: f.kind == "pickle")
+_NESTED = _from_config(
+    Topic.CONFIG,
+    "speculators config (transformer_layer_config)",
+    lambda f: f.config_source == "speculators",
+)
+_FLAT = _from_config(Topic.CONFIG, "flat LlamaConfig", lambda f: f.config_source == "flat")
 _MODELOPT_EAGLE = _from_config(
-    "eagle_config has ModelOpt fields", lambda f: bool(f.eagle_fields & MODELOPT_EAGLE_FIELDS)
+    Topic.EAGLE_FIELDS,
+    "eagle_config has ModelOpt fields",
+    lambda f: bool(f.eagle_fields & MODELOPT_EAGLE_FIELDS),
 )
 _NOT_MODELOPT_EAGLE = _from_config(
+    Topic.EAGLE_FIELDS,
     "eagle_config without ModelOpt fields",
     lambda f: not (f.eagle_fields & MODELOPT_EAGLE_FIELDS),
 )
@@ -210,7 +258,7 @@ TRAINER_FORMATS: tuple[TrainerFormat, ...] = (
             _layout(MIDLAYER),
             _NO_EMBED,
             _D2T_T2D,
-            ("safetensors file", lambda f: f.kind != "pickle"),
+            _SAFETENSORS,
             _NOT_MODELOPT_EAGLE,
         ),
     ),
@@ -220,7 +268,7 @@ TRAINER_FORMATS: tuple[TrainerFormat, ...] = (
         (
             _arch("LlamaForCausalLM"),
             _FLAT,
-            ("pytorch_model.bin (torch pickle)", lambda f: f.kind == "pickle"),
+            _PICKLE,
             _layout(MIDLAYER),
             _NO_EMBED,
             _D2T_T2D,
@@ -256,13 +304,18 @@ TRAINER_FORMATS: tuple[TrainerFormat, ...] = (
 
 @dataclass(frozen=True)
 class FormatGuess:
-    """The best-matching trainer format, the key layout, and why."""
+    """The trainer format(s) the evidence allows, the key layout, and why.
 
-    name: str  # a TrainerFormat name, or "unknown"
+    `candidates` holds one format name when the evidence decides, several (best first) when
+    the formats that fit differ only in ways the checkpoint cannot show; `name` is then
+    "a or b"."""
+
+    name: str  # a TrainerFormat name, "a or b" when the evidence cannot tell, or "unknown"
     layout: str | None
     evidence: list[str] = field(default_factory=list)
-    confidence: float = 0.0  # share of the format's claims that hold
+    confidence: float = 0.0  # share of the best format's claims that hold
     description: str = ""
+    candidates: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         return {
@@ -271,30 +324,94 @@ class FormatGuess:
             "evidence": list(self.evidence),
             "confidence": round(self.confidence, 3),
             "description": self.description,
+            "candidates": list(self.candidates),
         }
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """How one format's claims fared on a checkpoint."""
+
+    fmt: TrainerFormat
+    held: tuple[bool | None, ...]
+
+    @property
+    def score(self) -> float:
+        return sum(h is True for h in self.held) / len(self.held)
+
+    def on(self, topic: Topic) -> tuple[str, bool | None] | None:
+        """This format's claim about `topic` (its text) and how it fared, if it makes one."""
+        for claim, ok in zip(self.fmt.claims, self.held, strict=True):
+            if claim.topic is topic:
+                return claim.text, ok
+        return None
+
+
+def _differing(a: _Fit, b: _Fit) -> list[Topic]:
+    """The topics on which the two formats claim different things: only these tell them apart."""
+    return [t for t in Topic if (ca := a.on(t)) and (cb := b.on(t)) and ca[0] != cb[0]]
+
+
+def _beats(a: _Fit, b: _Fit) -> bool:
+    """Whether the evidence rules `b` out in favour of `a`: on the topics that tell them apart,
+    more claims hold for `a` than for `b`, even if every claim left unchecked (without a
+    config.json, the architecture) went `b`'s way."""
+    for_a = for_b = unchecked = 0
+    for topic in _differing(a, b):
+        ok_a, ok_b = a.on(topic)[1], b.on(topic)[1]
+        for_a += ok_a is True and ok_b is not True
+        for_b += ok_b is True and ok_a is not True
+        unchecked += ok_a is None or ok_b is None
+    return for_a > for_b + unchecked
 
 
 def detect_format(ck: Checkpoint, cfg: DraftConfig | None = None) -> FormatGuess:
     """Which trainer wrote `ck`. Evidence lists the claims that held, then marked ones that did
     not (`NOT:`) or could not be checked without a config (`UNKNOWN:`); confidence is the share
-    that held."""
+    that held. Every format with at least half its claims holding stays a candidate unless a
+    claim the two make differently rules it out; when several remain, the guess names them all
+    rather than picking one."""
     facts = facts_of(ck, cfg)
-    best: tuple[float, int, TrainerFormat, list[bool | None]] | None = None
-    for i, fmt in enumerate(TRAINER_FORMATS):
-        held = [test(facts) for _, test in fmt.claims]
-        score = sum(h is True for h in held) / len(held)
-        if best is None or (score, -i) > (best[0], -best[1]):
-            best = (score, i, fmt, held)
-    assert best is not None
-    score, _, fmt, held = best
+    fits = [_Fit(fmt, tuple(c.test(facts) for c in fmt.claims)) for fmt in TRAINER_FORMATS]
+    best = max(fits, key=lambda f: f.score)  # the first of equals: the table's order
     layout_note = f"layout: {facts.layout or 'no decoder-layer keys'}" + (
         f" (layers {list(facts.layers)})" if facts.layers else ""
     )
-    if score < 0.5 or (held[0] is not True and facts.layout is None):
+    if best.score < 0.5 or (best.held[0] is not True and facts.layout is None):
         return FormatGuess("unknown", facts.layout, [layout_note, "no trainer's signature fits"])
+    plausible = sorted((f for f in fits if f.score >= 0.5), key=lambda f: -f.score)
+    kept = [f for f in plausible if not any(_beats(o, f) for o in plausible if o is not f)] or [
+        best
+    ]
+    top = kept[0]
     mark = {True: "", False: "NOT: ", None: "UNKNOWN (no config.json): "}
-    evidence = [mark[ok] + claim for (claim, _), ok in zip(fmt.claims, held, strict=True)]
-    return FormatGuess(fmt.name, facts.layout, [*evidence, layout_note], score, fmt.description)
+    evidence = [mark[ok] + c.text for c, ok in zip(top.fmt.claims, top.held, strict=True)]
+    names = tuple(f.fmt.name for f in kept)
+    if len(kept) > 1:
+        evidence.append(f"UNKNOWN: cannot tell {' from '.join(names)}: " + _undecided(kept))
+    return FormatGuess(
+        " or ".join(names),
+        facts.layout,
+        [*evidence, layout_note],
+        top.score,
+        " or ".join(f.fmt.description for f in kept),
+        names,
+    )
+
+
+def _undecided(kept: list[_Fit]) -> str:
+    """What speaks for each remaining format on the topics that would tell them apart."""
+    parts = []
+    for fit in kept:
+        topics = {t for o in kept if o is not fit for t in _differing(fit, o)}
+        claims = [fit.on(t) for t in Topic if t in topics]
+        held = [text for text, ok in claims if ok is True] or ["no claim of its own"]
+        unknown = [text for text, ok in claims if ok is None]
+        why = f"{fit.fmt.name}: {'; '.join(held)}"
+        if unknown:
+            why += f" (unchecked without config.json: {'; '.join(unknown)})"
+        parts.append(why)
+    return " vs ".join(parts)
 
 
 def speculators_config(

@@ -1,18 +1,24 @@
 """What `python -m kit inspect` finds in a checkpoint: header facts, format, config and findings.
 
 Everything here reads headers and config.json only, except LOOKS_UNTRAINED and D2T_INVALID,
-which read tensor bytes and run only when statistics are asked for (`stats=True`, `--stats`).
+which read tensor bytes. How many is `StatsRead`: by default a bounded sample of each tensor of a
+draft (`SAMPLE_BYTES` in evenly spaced windows, about a second for a 2 GB draft) plus d2t / t2d
+whole; `--stats` reads every byte; `--header-only` none. A target's checkpoint (its config is a
+target's) is read header-only unless every byte is asked for: 600 GB stay milliseconds.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from kit.checkpoint import (
     FLOAT_DTYPES,
+    SAMPLE_BYTES,
+    SAMPLE_WINDOWS,
     Checkpoint,
     TensorStats,
     checkpoint_stats,
@@ -36,6 +42,14 @@ _KNOWN_LAYER = re.compile(
 _QUANT_SCALE = re.compile(r"(weight|input|output|k|v)_scale(_inv)?$")
 
 
+class StatsRead(Enum):
+    """How much of the tensor bytes an inspection reads."""
+
+    NONE = "none"  # headers and config.json only
+    SAMPLED = "sampled"  # SAMPLE_BYTES of each tensor of a draft, d2t / t2d whole
+    FULL = "full"  # every byte
+
+
 @dataclass
 class InspectionReport:
     """A checkpoint's tensors, detected format, normalised config and findings."""
@@ -46,6 +60,7 @@ class InspectionReport:
     config: DraftConfig | TargetConfig | None
     findings: list[Finding]
     stats: dict[str, TensorStats] = field(default_factory=dict)
+    stats_read: StatsRead = StatsRead.NONE  # what was read, not only what was asked for
 
     def to_dict(self) -> dict[str, Any]:
         config: dict[str, Any] = {}
@@ -59,6 +74,7 @@ class InspectionReport:
             "config": config,
             "tensors": [t.to_dict() for t in self.checkpoint.tensors.values()],
             "findings": [f.to_dict() for f in ranked(self.findings)],
+            "stats_read": self.stats_read.value,
         }
         if self.stats:
             out["stats"] = {n: s.to_dict() for n, s in self.stats.items()}
@@ -83,8 +99,9 @@ def load_config(ck: Checkpoint) -> DraftConfig | TargetConfig | None:
     return parse_target_config(raw, ck.config_path)
 
 
-def inspect_checkpoint(path: str | Path, stats: bool = False) -> InspectionReport:
-    """Open `path` header-only and check it; `stats=True` also reads bytes (untrained, d2t)."""
+def inspect_checkpoint(path: str | Path, stats: StatsRead = StatsRead.SAMPLED) -> InspectionReport:
+    """Open `path`, check its header and config, and read as many tensor bytes as `stats` says
+    (LOOKS_UNTRAINED, D2T_INVALID). SAMPLED reads nothing of a checkpoint that is no draft."""
     ck = open_checkpoint(path)
     cfg = load_config(ck)
     draft = cfg if isinstance(cfg, DraftConfig) else None
@@ -92,12 +109,15 @@ def inspect_checkpoint(path: str | Path, stats: bool = False) -> InspectionRepor
     findings = [*check_keys(ck, draft, cfg), *check_dtypes(ck)]
     if draft is not None:
         findings += check_shapes(ck, draft)
+    if stats is StatsRead.SAMPLED and draft is None and not _looks_like_draft(ck):
+        stats = StatsRead.NONE
     tensor_stats: dict[str, TensorStats] = {}
-    if stats:
-        tensor_stats = checkpoint_stats(ck)
+    if stats is not StatsRead.NONE:
+        sample = SAMPLE_BYTES if stats is StatsRead.SAMPLED else None
+        tensor_stats = checkpoint_stats(ck, sample_bytes=sample)
         findings += check_untrained(ck, tensor_stats, draft)
         findings += check_vocab_maps(ck, draft)
-    return InspectionReport(Path(path), ck, guess, cfg, findings, tensor_stats)
+    return InspectionReport(Path(path), ck, guess, cfg, findings, tensor_stats, stats)
 
 
 def _has(ck: Checkpoint, name: str) -> bool:
@@ -303,10 +323,10 @@ def check_untrained(
     garbage = any("uninitialised" in r or "NaN" in r for r in reasons.values())
     return [
         Finding(
-            "LOOKS_UNTRAINED",
-            Severity.ERROR if garbage else Severity.WARNING,
-            f"{len(reasons)} of {len(stats)} tensors look untrained or uninitialised",
-            tuple(f"{n}: {r}" for n, r in reasons.items()),
+            code="LOOKS_UNTRAINED",
+            severity=Severity.ERROR if garbage else Severity.WARNING,
+            title=f"{len(reasons)} of {len(stats)} tensors look untrained or uninitialised",
+            evidence=(_read_note(stats), *(f"{n}: {r}" for n, r in reasons.items())),
             fix="Check that training updated these weights and that the exported file is the "
             "trained one (a converter that random-initialises unmatched keys produces this).",
             data={"tensors": reasons},
@@ -314,48 +334,122 @@ def check_untrained(
     ]
 
 
+def _read_note(stats: dict[str, TensorStats]) -> str:
+    """Whether the statistics behind a finding saw every value or a sample of each tensor."""
+    sampled = [s for s in stats.values() if s.sampled]
+    if not sampled:
+        return "statistics from every value of every tensor"
+    return (
+        f"statistics of {len(sampled)} larger tensor(s) from a sample: {SAMPLE_BYTES >> 10} KiB "
+        f"of each in {SAMPLE_WINDOWS} evenly spaced windows (`inspect --stats` reads every byte)"
+    )
+
+
+class D2tFault(Enum):
+    """Ways a d2t map sends draft ids to the wrong target ids, causes before symptoms: the first
+    one found titles the finding."""
+
+    ABSOLUTE_IDS = "absolute token ids stored where offsets belong"
+    IDENTITY = "all-zero offsets on a reduced vocabulary: the first target ids"
+    OUT_OF_RANGE = "targets outside the target vocabulary"
+    FEW_TARGETS = "several draft ids share one target id"
+    UNSORTED = "target ids out of order"
+    T2D_DISAGREES = "d2t and t2d name different target ids"
+
+
 def check_vocab_maps(ck: Checkpoint, cfg: DraftConfig | None) -> list[Finding]:
-    """d2t holds offsets (target id = i + d2t[i]), sorted and inside the target vocab, and names
-    the same ids as t2d (checkpoint-formats.md §3). Absolute ids stored as offsets map draft i to
-    2i (verl-SpeCo PR #67)."""
+    """d2t holds offsets (every engine computes target id = i + d2t[i]) over sorted, distinct
+    target ids inside the target vocab, the same ids t2d marks (all trainers build it so).
+    Both tensors are read whole: they hold one value per token id."""
     d2t_info = _get(ck, "d2t")
     if d2t_info is None or cfg is None:
         return []
     import torch
 
     d2t = ck.read_tensor(d2t_info.name).to(torch.int64).reshape(-1)
-    targets = torch.arange(d2t.numel()) + d2t
-    vocab = cfg.vocab_size
-    evidence = []
+    t2d_info = _get(ck, "t2d")
+    t2d = ck.read_tensor(t2d_info.name).reshape(-1) if t2d_info is not None else None
+    faults = _d2t_faults(d2t, t2d, cfg.vocab_size)
+    if not faults:
+        return []
+    first = next(iter(faults))
+    return [
+        Finding(
+            code="D2T_INVALID",
+            severity=Severity.ERROR,
+            title=f"d2t does not map draft ids onto the target vocab as engines read it: "
+            f"{first.value}",
+            evidence=tuple(faults.values()),
+            fix="Store d2t as offsets (d2t[i] = target_id(i) - i) over the sorted ids of the "
+            "draft vocabulary chosen from the training data, and t2d as the mask of those ids; "
+            "all zeros is right only when the draft keeps the whole vocabulary.",
+            data={"faults": [f.name for f in faults]},
+        )
+    ]
+
+
+def _d2t_faults(d2t, t2d, vocab: int) -> dict[D2tFault, str]:
+    """Each fault found in `d2t` (offsets) against the target vocab size and `t2d` (a mask)."""
+    import torch
+
+    n = d2t.numel()
+    targets = torch.arange(n) + d2t
+    found: dict[D2tFault, str] = {}
     outside = ((targets < 0) | (targets >= vocab)).nonzero().reshape(-1)
     if outside.numel():
         i = int(outside[0])
-        evidence.append(
+        found[D2tFault.OUT_OF_RANGE] = (
             f"{outside.numel()} draft ids map outside the target vocab [0, {vocab}), "
             f"e.g. draft {i} -> {int(targets[i])} (d2t[{i}] = {int(d2t[i])})"
         )
-    if targets.numel() > 1 and not bool((targets[1:] > targets[:-1]).all()):
-        evidence.append("target ids i + d2t[i] are not strictly increasing")
-    t2d_info = _get(ck, "t2d")
-    if t2d_info is not None and not outside.numel():
-        chosen = ck.read_tensor(t2d_info.name).reshape(-1).nonzero().reshape(-1)
-        if chosen.numel() != targets.numel() or not torch.equal(chosen, targets.sort().values):
-            evidence.append(
-                f"t2d marks {chosen.numel()} target ids, d2t maps to {targets.numel()}; "
-                f"first d2t targets {targets[:4].tolist()}, first t2d ids {chosen[:4].tolist()}"
-            )
-    if not evidence:
-        return []
-    return [
-        Finding(
-            "D2T_INVALID",
-            Severity.ERROR,
-            "d2t does not map draft ids onto the target vocab the way engines read it",
-            tuple(evidence),
-            fix="Store d2t as offsets (d2t[i] = target_id(i) - i) over sorted target ids, and "
-            "t2d as the mask of those ids; identity is all zeros.",
+    marked = t2d.nonzero().reshape(-1) if t2d is not None else None
+    absolute = _absolute_ids_evidence(d2t, marked, vocab, bool(outside.numel()))
+    if absolute:
+        found[D2tFault.ABSOLUTE_IDS] = absolute
+    if n < vocab and n > 1 and not bool(d2t.any()):
+        found[D2tFault.IDENTITY] = (
+            f"every offset is 0 while the draft keeps {n} of {vocab} ids: draft id i is target id "
+            f"i, so the draft can only propose target ids 0..{n - 1}, whatever tokens it was "
+            "trained to predict (verl-project/verl-SpeCo PR #66)"
         )
-    ]
+    distinct = int(targets.unique().numel())
+    if distinct < n:
+        found[D2tFault.FEW_TARGETS] = (
+            f"only {distinct} distinct target ids for {n} draft ids: {n - distinct} draft ids "
+            "repeat a target another one already proposes (SafeAILab/EAGLE issue #248)"
+        )
+    elif n > 1 and not bool((targets[1:] > targets[:-1]).all()):
+        found[D2tFault.UNSORTED] = "target ids i + d2t[i] are not in increasing order"
+    comparable = marked is not None and not outside.numel() and not absolute
+    if comparable and not torch.equal(marked, targets.sort().values):
+        found[D2tFault.T2D_DISAGREES] = (
+            f"t2d marks {marked.numel()} target ids, d2t maps to {n}; first d2t targets "
+            f"{targets[:4].tolist()}, first t2d ids {marked[:4].tolist()}"
+        )
+    return {fault: found[fault] for fault in D2tFault if fault in found}
+
+
+def _absolute_ids_evidence(d2t, marked, vocab: int, offsets_overflow: bool) -> str | None:
+    """Why d2t looks like it holds target ids themselves (verl-SpeCo PR #67: an `arange` default
+    maps draft i to 2i), when the values read as ids fit and something says they are ids."""
+    import torch
+
+    n = d2t.numel()
+    if n < 2 or not bool((d2t[1:] > d2t[:-1]).all()) or int(d2t[0]) < 0 or int(d2t[-1]) >= vocab:
+        return None  # not a sorted list of distinct ids inside the vocab
+    if marked is not None and torch.equal(d2t, marked):
+        why = "they are exactly the ids t2d marks"
+    elif torch.equal(d2t, torch.arange(n)):
+        why = f"d2t[i] = i for every i: the ids 0..{n - 1} themselves"
+    elif offsets_overflow:
+        why = "read as ids they all fit the vocab, read as offsets they do not"
+    else:
+        return None
+    return (
+        f"d2t holds target ids, not offsets ({why}); engines add i, so draft id i is read as "
+        f"target id i + d2t[i], e.g. draft {n - 1} -> {n - 1 + int(d2t[-1])} instead of "
+        f"{int(d2t[-1])} (verl-project/verl-SpeCo PR #67)"
+    )
 
 
 def check_pair(target: TargetConfig, draft: DraftConfig) -> list[Finding]:

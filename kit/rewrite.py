@@ -12,6 +12,10 @@ tensor is compared byte for byte with the source while the file is fsynced, then
 into place and the folder is fsynced. Memory stays flat (8 MB map windows) whatever the
 checkpoint's size. The source is only ever opened for reading; `--in-place` keeps it as `*.orig`
 (a hard link, no copy).
+
+`--in-place` with renames that all keep their key's byte length (`layers.0.` ↔ `midlayer.`)
+writes only the headers, in place, after an undo record (`kit.header_fix`, which states what a
+crash leaves); `fix --undo` restores the original byte for byte.
 """
 
 from __future__ import annotations
@@ -24,17 +28,16 @@ import shutil
 import struct
 import tempfile
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kit.atomic import default_mode, fsync_dir, replace_text, temp_beside, write_all
 from kit.checkpoint import (
     INDEX_NAME,
     Checkpoint,
     TensorInfo,
-    fsync_dir,
     open_checkpoint,
     read_safetensors_header,
 )
@@ -43,6 +46,7 @@ from kit.engines import ENGINES, EngineRelease, parse_engine
 from kit.engines.vocab import Init, State
 from kit.errors import KitError
 from kit.formats import LAYOUTS, rename_plan
+from kit.header_fix import fix_in_place
 from kit.loading import LoadReport, ParamState, simulate_keys
 
 CHUNK = 8 << 20  # buffer of the read/write fallback copy
@@ -305,28 +309,6 @@ def _copy_verify_sync(src_fd: int, dst_fd: int, segments: list[_Segment], tmp: P
         raise KitError(f"verification failed: {bad} differs from the source", tmp)
 
 
-def _default_mode(base: int) -> int:
-    """`base` (0o666 for files, 0o777 for folders) less the umask, as open()/mkdir() would give."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return base & ~mask
-
-
-@contextmanager
-def _temp_in(folder: Path, name: str, mode: int | None = None) -> Iterator[tuple[int, Path]]:
-    """A temporary file next to its final name; removed unless it was renamed into place."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
-    path = Path(tmp)
-    os.fchmod(fd, _default_mode(0o666) if mode is None else mode)
-    try:
-        yield fd, path
-    finally:
-        with suppress(OSError):
-            os.close(fd)
-        with suppress(FileNotFoundError):
-            path.unlink()
-
-
 def rewrite_safetensors(
     src: Path, renames: dict[str, str], dest: Path, metadata: dict[str, str] | None = None
 ) -> None:
@@ -338,8 +320,8 @@ def rewrite_safetensors(
     dest.parent.mkdir(parents=True, exist_ok=True)
     src_fd = os.open(src, os.O_RDONLY)
     try:
-        with _temp_in(dest.parent, dest.name, os.fstat(src_fd).st_mode & 0o777) as (fd, tmp):
-            os.write(fd, head)
+        with temp_beside(dest.parent, dest.name, os.fstat(src_fd).st_mode & 0o777) as (fd, tmp):
+            write_all(fd, head)
             _copy_verify_sync(src_fd, fd, _segments(named, len(head)), tmp)
             written, _ = read_safetensors_header(tmp)
             for new, t in named:
@@ -352,18 +334,11 @@ def rewrite_safetensors(
         os.close(src_fd)
 
 
-def _write_text(path: Path, text: str) -> None:
-    with _temp_in(path.parent, path.name) as (fd, tmp):
-        os.write(fd, text.encode())
-        os.fsync(fd)
-        os.replace(tmp, path)
-
-
 def copy_verified(src: Path, dest: Path) -> None:
     """Copy a file unchanged (a pickle checkpoint whose tensors keep their names), verified."""
     src_fd = os.open(src, os.O_RDONLY)
     try:
-        with _temp_in(dest.parent, dest.name, os.fstat(src_fd).st_mode & 0o777) as (fd, tmp):
+        with temp_beside(dest.parent, dest.name, os.fstat(src_fd).st_mode & 0o777) as (fd, tmp):
             _copy_verify_sync(src_fd, fd, [_Segment(src.name, 0, 0, os.fstat(src_fd).st_size)], tmp)
             os.replace(tmp, dest)
             fsync_dir(dest.parent)
@@ -396,21 +371,21 @@ def write_fixed(
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
-        stage.chmod(_default_mode(0o777))
+        stage.chmod(default_mode(0o777))
         for f in files:
             if ck.kind == "pickle":
                 copy_verified(f, stage / f.name)
             else:
                 rewrite_safetensors(f, plan.renames, stage / f.name)
         if ck.kind == "sharded":
-            _write_text(stage / INDEX_NAME, _renamed_index(ck, plan.renames))
+            replace_text(stage / INDEX_NAME, _renamed_index(ck, plan.renames), sync_folder=False)
         for extra in sorted(ck.folder.iterdir()):
             skip = {f.name for f in files} | {INDEX_NAME, "config.json"}
             if extra.is_file() and extra.name not in skip and not extra.name.endswith(".orig"):
                 shutil.copy2(extra, stage / extra.name)
         config = plan.config if plan.config is not None else _raw_config(ck)
         if config is not None:
-            _write_text(stage / "config.json", json.dumps(config, indent=2) + "\n")
+            replace_text(stage / "config.json", _config_text(config), sync_folder=False)
         fsync_dir(stage)
         os.rename(stage, out)
         fsync_dir(out.parent)
@@ -436,20 +411,29 @@ def _keep_orig(path: Path) -> None:
         os.link(path, orig)  # the original bytes stay reachable under *.orig; nothing is copied
 
 
+def _config_text(config: dict) -> str:
+    return json.dumps(config, indent=2) + "\n"
+
+
 def _write_in_place(ck: Checkpoint, plan: FixPlan, files: list[Path]) -> Path:
+    """Header-only when every rename keeps its key's byte length (`kit.header_fix`, undo record
+    beside); otherwise each file streamed to a temporary copy, its original kept as `*.orig`."""
     folder = ck.folder
+    index = _renamed_index(ck, plan.renames) if ck.kind == "sharded" else None
+    config = _config_text(plan.config) if plan.config is not None else None
+    if fix_in_place(ck, plan.renames, index, config):
+        return folder
     for f in files if plan.renames else []:
         _keep_orig(f)
         rewrite_safetensors(f, plan.renames, f)
-    if ck.kind == "sharded":
-        index = folder / INDEX_NAME
-        _keep_orig(index)
-        _write_text(index, _renamed_index(ck, plan.renames))
-    if plan.config is not None:
+    if index is not None:
+        _keep_orig(folder / INDEX_NAME)
+        replace_text(folder / INDEX_NAME, index, sync_folder=False)
+    if config is not None:
         cfg_path = folder / "config.json"
         if cfg_path.exists():
             _keep_orig(cfg_path)
-        _write_text(cfg_path, json.dumps(plan.config, indent=2) + "\n")
+        replace_text(cfg_path, config, sync_folder=False)
     fsync_dir(folder)
     return folder
 

@@ -246,26 +246,29 @@ def test_sample_is_an_untrained_save(sample_dir):
     assert flagged == set(ck.tensors) - {"embed_tokens.weight", "lm_head.weight", "d2t", "t2d"}
 
 
-def test_inspection_reads_only_the_header(tmp_path, monkeypatch):
-    """A 64 GiB checkpoint (sparse on disk) is inspected by reading its 8 + header bytes only."""
-    import kit.checkpoint
-    from kit.inspection import inspect_checkpoint
-
-    n = 8 << 30  # BF16 elements per tensor: 16 GiB each
+def sparse_checkpoint(path: Path, names: list[str]) -> int:
+    """16 GiB BF16 tensors per name, a hole on disk, not GiBs of writes; the header's size."""
+    n = 8 << 30  # BF16 elements per tensor
     header = {
-        f"layers.{i}.mlp.up_proj.weight": {
+        name: {
             "dtype": "BF16",
             "shape": [n // 4096, 4096],
             "data_offsets": [i * 2 * n, (i + 1) * 2 * n],
         }
-        for i in range(4)
+        for i, name in enumerate(names)
     }
     body = json.dumps(header).encode()
-    path = tmp_path / "model.safetensors"
     with open(path, "wb") as f:
         f.write(len(body).to_bytes(8, "little") + body)
-        f.truncate(8 + len(body) + 4 * 2 * n)  # a hole, not 64 GiB of writes
-    read = []
+        f.truncate(8 + len(body) + len(names) * 2 * n)
+    return 8 + len(body)
+
+
+def count_reads(monkeypatch) -> list[int]:
+    """Every read() through kit.checkpoint's open(), by size."""
+    import kit.checkpoint
+
+    read: list[int] = []
 
     class Counting:
         def __init__(self, f):
@@ -277,6 +280,9 @@ def test_inspection_reads_only_the_header(tmp_path, monkeypatch):
         def __exit__(self, *exc):
             self.f.close()
 
+        def seek(self, *args):
+            return self.f.seek(*args)
+
         def read(self, size=-1):
             data = self.f.read(size)
             read.append(len(data))
@@ -286,6 +292,157 @@ def test_inspection_reads_only_the_header(tmp_path, monkeypatch):
         return Counting(open(p, mode))  # closed by Counting.__exit__
 
     monkeypatch.setattr(kit.checkpoint, "open", counting_open, raising=False)
+    return read
+
+
+def test_inspection_reads_only_the_header(tmp_path, monkeypatch):
+    """A 64 GiB checkpoint (sparse on disk) is inspected header-only by reading its 8 + header
+    bytes, and by default too when it is no draft (a target's layers)."""
+    from kit.inspection import StatsRead, inspect_checkpoint
+
+    path = tmp_path / "model.safetensors"
+    head = sparse_checkpoint(path, [f"layers.{i}.mlp.up_proj.weight" for i in range(4)])
+    for mode in (StatsRead.NONE, StatsRead.SAMPLED):
+        read = count_reads(monkeypatch)
+        report = inspect_checkpoint(path, stats=mode)
+        assert sum(t["nbytes"] for t in report.to_dict()["tensors"]) == 64 << 30
+        assert sum(read) == head and report.stats_read is StatsRead.NONE
+
+
+def test_sampled_inspection_of_a_draft_reads_a_bounded_sample(tmp_path, monkeypatch):
+    """The same 64 GiB as a draft (it has an fc): the default read takes SAMPLE_BYTES of each
+    tensor, and a weight that is all zeros (never written) is named from that sample."""
+    from kit.checkpoint import SAMPLE_BYTES
+    from kit.inspection import StatsRead, inspect_checkpoint
+
+    path = tmp_path / "model.safetensors"
+    head = sparse_checkpoint(path, ["fc.weight", "layers.0.mlp.up_proj.weight"])
+    read = count_reads(monkeypatch)
     report = inspect_checkpoint(path)
-    assert sum(t["nbytes"] for t in report.to_dict()["tensors"]) == 64 << 30
-    assert sum(read) == 8 + len(body)
+    assert report.stats_read is StatsRead.SAMPLED
+    assert sum(read) == head + 2 * SAMPLE_BYTES  # the header, then one sample per tensor
+    (f,) = [f for f in report.findings if f.code == "LOOKS_UNTRAINED"]
+    assert "fc.weight: every value is 0: one repeated value" in f.evidence
+    assert "from a sample" in f.evidence[0]
+    assert report.stats["fc.weight"].values_read == SAMPLE_BYTES // 2
+
+
+def test_a_sample_spans_the_tensor_from_its_first_value_to_its_last(tmp_path):
+    """Garbage in the last row only (a partly written export) is in the sample; so is a first
+    row of NaN. Both are found reading 64 KiB of a 4 MiB tensor."""
+    w = torch.randn(1024, 1024, generator=torch.Generator().manual_seed(5)) * 0.05
+    for row, value in ((-1, 3e30), (0, float("nan"))):
+        bad = w.clone()
+        bad[row] = value
+        save_file({"fc.weight": bad}, str(tmp_path / "m.safetensors"))
+        ck = open_checkpoint(tmp_path / "m.safetensors")
+        s = tensor_stats(ck, "fc.weight", sample_bytes=64 << 10)
+        assert s.sampled and s.values_read == 16 << 10 and s.numel == 1 << 20
+        assert looks_untrained(ck.tensors["fc.weight"], s) is not None
+
+
+@pytest.mark.parametrize(
+    ("make", "verdict"),
+    [
+        (lambda g: torch.empty(768, 512).normal_(0, 0.02, generator=g), "fresh normal init"),
+        (lambda g: torch.empty(768, 512).uniform_(-(512**-0.5), 512**-0.5, generator=g),
+         "kaiming-uniform"),
+        (lambda g: torch.ones(300_000), "one repeated value"),
+        # trained-looking: heavier tails and a std the init never had
+        (lambda g: torch.distributions.StudentT(3.0).sample((768, 512)) * 0.011, None),
+    ],
+)  # fmt: skip
+def test_sampled_verdicts_are_the_full_reads(tmp_path, make, verdict):
+    """64 KiB of a 1.5 MiB weight (bf16) judges as the whole weight does."""
+    torch.manual_seed(6)
+    w = make(torch.Generator().manual_seed(6)).to(torch.bfloat16)
+    save_file({"fc.weight": w}, str(tmp_path / "m.safetensors"))
+    ck = open_checkpoint(tmp_path / "m.safetensors")
+    info = ck.tensors["fc.weight"]
+    sampled = looks_untrained(info, tensor_stats(ck, "fc.weight", sample_bytes=64 << 10))
+    full = looks_untrained(info, tensor_stats(ck, "fc.weight"))
+    assert (sampled is None) == (full is None) == (verdict is None)
+    if verdict:
+        assert verdict in sampled and verdict in full
+
+
+def test_pickle_and_safetensors_sample_the_same_values(tmp_path):
+    g = torch.Generator().manual_seed(7)
+    state = {"w": torch.randn(300, 500, generator=g)}
+    torch.save(state, tmp_path / "pytorch_model.bin")
+    save_file(state, str(tmp_path / "model.safetensors"))
+    a = checkpoint_stats(open_checkpoint(tmp_path / "pytorch_model.bin"), sample_bytes=40_000)
+    b = checkpoint_stats(open_checkpoint(tmp_path / "model.safetensors"), sample_bytes=40_000)
+    assert a["w"].values_read == b["w"].values_read < 300 * 500
+    assert (a["w"].min, a["w"].max) == (b["w"].min, b["w"].max)
+    assert math.isclose(a["w"].std, b["w"].std, rel_tol=1e-12)
+
+
+def test_one_shard_listed_by_an_index_is_refused_naming_the_index(tmp_path):
+    """A shard alone lacks the other shards' tensors: the error leads to the whole checkpoint."""
+    write_shards(tmp_path, 2)
+    shard = tmp_path / "model-00001-of-00002.safetensors"
+    with pytest.raises(KitError, match=r"model\.safetensors\.index\.json beside it lists"):
+        open_checkpoint(shard)
+    assert len(open_checkpoint(tmp_path).tensors) == 2  # where the message leads
+    (tmp_path / "model.safetensors.index.json").unlink()
+    with pytest.raises(KitError, match="shard 1 of 2 by its name"):
+        open_checkpoint(shard)
+    (tmp_path / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(KitError, match="shard 1 of 2 by its name"):
+        open_checkpoint(tmp_path)  # a folder holding one shard of two
+
+
+def test_a_file_named_one_of_one_is_the_whole_checkpoint(tmp_path):
+    write_shards(tmp_path, 1)
+    (tmp_path / "model.safetensors.index.json").unlink()
+    assert open_checkpoint(tmp_path / "model-00001-of-00001.safetensors").tensors
+
+
+def test_simulate_on_one_shard_names_the_index_not_a_missing_head(tmp_path, sample_dir):
+    """The first-hour report: `simulate model-00001-of-00002.safetensors` said LM_HEAD_MISSING."""
+    from safetensors.torch import load_file
+
+    state = load_file(sample_dir / "model.safetensors")
+    names = sorted(state)
+    weight_map = {}
+    for i, part in enumerate((names[:8], names[8:])):
+        shard = f"model-{i + 1:05d}-of-00002.safetensors"
+        save_file({k: state[k] for k in part}, str(tmp_path / shard))
+        weight_map |= dict.fromkeys(part, shard)
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    (tmp_path / "config.json").write_bytes((sample_dir / "config.json").read_bytes())
+    cmd = [sys.executable, "-m", "kit", "simulate", "--engine", "sglang==0.5.12"]
+    out = subprocess.run([*cmd, str(tmp_path / "model-00001-of-00002.safetensors")],
+                         capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    assert out.returncode == 2 and "LM_HEAD_MISSING" not in out.stdout + out.stderr
+    assert "index.json beside it lists" in out.stderr and "Traceback" not in out.stderr
+    whole = subprocess.run([*cmd, str(tmp_path), "--json"], capture_output=True, text=True,
+                           cwd=ROOT)  # fmt: skip
+    assert whole.returncode == 0, whole.stderr
+    assert "LM_HEAD_MISSING" not in whole.stdout
+
+
+def test_a_config_file_leads_to_its_checkpoint_folder(sample_dir):
+    with pytest.raises(KitError, match=f"pass {sample_dir}") as e:
+        open_checkpoint(sample_dir / "config.json")
+    assert open_checkpoint(e.value.problem.rsplit("pass ", 1)[1]).tensors  # the advice works
+
+
+def test_a_config_alone_leads_to_the_commands_that_take_one(tmp_path):
+    """A folder with only config.json is a config: both ways in name `trace --draft`, and that
+    command really takes it (no advice that loops back to "pass its folder")."""
+    kimi = ROOT / "data" / "incident" / "kimi-k2.5"
+    folder = tmp_path / "draft"
+    folder.mkdir()
+    (folder / "config.json").write_bytes((kimi / "draft" / "config.json").read_bytes())
+    for path in (folder, folder / "config.json"):
+        with pytest.raises(KitError, match=r"`trace --draft PATH") as e:
+            open_checkpoint(path)
+        assert "pass its folder" not in str(e.value)
+    out = subprocess.run(
+        [sys.executable, "-m", "kit", "trace", "--draft", str(folder), "--target-config",
+         str(kimi / "target"), "--engine", "sglang==0.5.10", "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr

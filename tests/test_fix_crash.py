@@ -1,5 +1,7 @@
 """SIGKILL `python -m kit fix` at many random points: the destination is absent or complete and
-correct, and the source never changes (design principle 7: never lose a user's checkpoint)."""
+correct, and the source never changes (design principle 7: never lose a user's checkpoint).
+In place and header-only, the file loads as before or as after, and a re-run or `--undo`
+finishes the job from whatever the kill left."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 import random
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -121,3 +124,80 @@ def test_sigkill_never_corrupts(tmp_path):
         assert hashlib.sha256(src_file.read_bytes()).hexdigest() == src_hash, f"kill {i}"
     # the kills really landed in different phases, including in the middle of the write
     assert landed["absent"] and landed["mid_write"], landed
+
+
+HEADER_KILLS = 16
+
+
+def in_place_cmd(folder: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "kit", "fix", str(folder), *extra]
+
+
+def files(folder: Path, temporaries: bool = True) -> dict[str, bytes]:
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(folder.iterdir())
+        if p.is_file() and (temporaries or not p.name.endswith(".tmp"))
+    }
+
+
+def split(blob: bytes) -> tuple[bytes, bytes]:
+    """(header, tensor bytes) of a safetensors file."""
+    (n,) = struct.unpack("<Q", blob[:8])
+    return blob[: 8 + n], blob[8 + n :]
+
+
+def kill_at(cmd: list[str], folder: Path, rng: random.Random, full: float, at_record: bool):
+    """Start `cmd`, SIGKILL it at a seeded time: anywhere in the run, or within 3 ms of the
+    undo record landing (the window in which the header is written)."""
+    record = folder / "model.safetensors.fix-undo.json"
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if at_record:
+        while not record.exists() and proc.poll() is None:
+            pass
+        time.sleep(rng.uniform(0.0, 0.003))
+    else:
+        time.sleep(rng.uniform(0.0, full * 1.1))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
+def test_sigkill_in_place_header_fix_loads_as_before_or_after(tmp_path):
+    src = tmp_path / "src"
+    make_checkpoint(src)
+    before = files(src)
+    ref = tmp_path / "ref"
+    shutil.copytree(src, ref)
+    fix = ["--for", "sglang==0.5.10", "--in-place"]
+    t0 = time.perf_counter()
+    subprocess.run(in_place_cmd(ref, *fix), check=True, capture_output=True, timeout=60)
+    full = time.perf_counter() - t0
+    after = files(ref)
+    head_before, data = split(before["model.safetensors"])
+    head_after, data_after = split(after["model.safetensors"])
+    assert data_after == data and head_after != head_before  # header-only, really
+
+    work = tmp_path / "work"
+    shutil.copytree(src, work)
+    rng = random.Random(20261201)
+    landed = {"before": 0, "after": 0}
+    for i in range(HEADER_KILLS):
+        kill_at(in_place_cmd(work, *fix), work, rng, full, at_record=i % 2 == 1)
+        now = files(work, temporaries=False)
+        head, rest = split(now["model.safetensors"])
+        assert rest == data, f"kill {i}: tensor bytes changed"
+        assert head in (head_before, head_after), f"kill {i}: header neither before nor after"
+        assert now["config.json"] in (before["config.json"], after["config.json"]), f"kill {i}"
+        keys = set(open_checkpoint(work).tensors)  # loads, as one version or the other
+        assert keys == set(open_checkpoint(src if head == head_before else ref).tensors)
+        landed["before" if head == head_before else "after"] += 1
+        if i % 4 < 2:  # the way forward: the same fix again completes it, leaving no temporary
+            subprocess.run(in_place_cmd(work, *fix), check=True, capture_output=True, timeout=60)
+            assert files(work) == after, f"kill {i}: re-run did not complete the fix"
+        if "model.safetensors.fix-undo.json" in now or i % 4 < 2:  # the way back
+            subprocess.run(in_place_cmd(work, "--undo"), check=True, capture_output=True,
+                           timeout=60)  # fmt: skip
+            assert files(work) == before, f"kill {i}: not restored byte for byte"
+        else:  # killed before the record landed: nothing was changed
+            assert files(work, temporaries=False) == before, f"kill {i}"
+    assert landed["before"] and landed["after"], landed

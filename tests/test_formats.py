@@ -37,6 +37,7 @@ def test_detects_each_bundled_layout(layout):
     ck = open_checkpoint(LAYOUTS / layout)
     guess = detect_format(ck, load_draft_config(LAYOUTS / layout))
     assert (guess.name, guess.layout) == (layout, EXPECTED[layout])
+    assert guess.candidates == (layout,)
     assert guess.confidence == 1.0
     assert not [e for e in guess.evidence if e.startswith("NOT:")]
 
@@ -54,7 +55,8 @@ def test_real_speculators_sample(sample_dir):
 
 def test_incident_rename_shows_as_failed_claim(tmp_path, sample_dir):
     """The incident's fix renamed layers.0. -> midlayer. in a speculators checkpoint: still the
-    speculators trainer's output, but the layout claim no longer holds."""
+    speculators trainer's output, but the layout claim no longer holds. Only the layout speaks
+    for SpecForge; architecture, config and embed_tokens rule it out."""
     from safetensors.torch import load_file
 
     state = load_file(sample_dir / "model.safetensors")
@@ -63,6 +65,7 @@ def test_incident_rename_shows_as_failed_claim(tmp_path, sample_dir):
     ck = open_checkpoint(tmp_path / "model.safetensors")
     guess = detect_format(ck, load_draft_config(sample_dir))
     assert guess.name == "speculators-trainer" and guess.layout == MIDLAYER
+    assert guess.candidates == ("speculators-trainer",)
     assert "NOT: decoder-layer keys in layout layers" in guess.evidence
     assert guess.confidence == pytest.approx(4 / 5)
 
@@ -127,3 +130,45 @@ def test_rename_collision_is_refused():
         rename_plan(["midlayer.a.weight", "layers.0.a.weight"], LAYERS)
     with pytest.raises(KitError, match="unknown layout"):
         rename_plan(["fc.weight"], "nested")
+
+
+def eagle_as_safetensors(folder: Path, dtype: torch.dtype | None = None, arch: str | None = None):
+    """The EAGLE reference checkpoint (`pytorch_model.bin`) converted to safetensors, the way a
+    user or the Hub's conversion bot does it, with its config (architecture optionally edited)."""
+    import json
+
+    from kit.checkpoint import _load_pickle
+
+    state = _load_pickle(LAYOUTS / "eagle-official" / "pytorch_model.bin")
+    if dtype is not None:
+        state = {k: v.to(dtype) if v.is_floating_point() else v for k, v in state.items()}
+    folder.mkdir()
+    save_file({k: v.contiguous() for k, v in state.items()}, str(folder / "model.safetensors"))
+    config = json.loads((LAYOUTS / "eagle-official" / "config.json").read_text())
+    if arch:
+        config["architectures"] = [arch]
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_eagle_reference_saved_as_safetensors_is_not_called_specforge(tmp_path):
+    """Its LlamaForCausalLM config says EAGLE, its safetensors file says SpecForge: the two
+    things that tell them apart disagree, so both are named, with what speaks for each."""
+    folder = eagle_as_safetensors(tmp_path / "eagle")
+    guess = detect_format(open_checkpoint(folder), load_draft_config(folder))
+    assert guess.candidates == ("specforge", "eagle-official")
+    assert guess.name == "specforge or eagle-official"
+    (undecided,) = [e for e in guess.evidence if e.startswith("UNKNOWN: cannot tell")]
+    assert "specforge: safetensors file" in undecided
+    assert "eagle-official: architectures = LlamaForCausalLM" in undecided
+    # without the config, the architecture that could tell is unknown: still both
+    alone = detect_format(open_checkpoint(folder / "model.safetensors"), None)
+    assert alone.candidates == ("specforge", "eagle-official")
+
+
+def test_specforge_architecture_decides_for_specforge(tmp_path):
+    """The same weights with SpecForge's architecture: both signatures agree on SpecForge."""
+    folder = eagle_as_safetensors(tmp_path / "sf", torch.bfloat16, "LlamaForCausalLMEagle3")
+    guess = detect_format(open_checkpoint(folder), load_draft_config(folder))
+    assert guess.candidates == ("specforge",) and guess.name == "specforge"
+    assert not [e for e in guess.evidence if e.startswith("UNKNOWN")]

@@ -10,7 +10,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from kit.inspection import inspect_checkpoint
+from kit.findings import Severity
+from kit.inspection import StatsRead, inspect_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYOUTS = ROOT / "data" / "layouts"
@@ -43,15 +44,16 @@ def variant(tmp_path: Path, edit_state=None, edit_config=None, config: bool = Tr
     return tmp_path
 
 
-def codes(path: Path, stats: bool = False) -> set[str]:
+def codes(path: Path, stats: StatsRead = StatsRead.NONE) -> set[str]:
     return {f.code for f in inspect_checkpoint(path, stats=stats).findings}
 
 
 def test_json_contract(sample_dir):
-    out = cli(str(sample_dir), "--json")
+    out = cli(str(sample_dir), "--json", "--header-only")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert list(report) == ["path", "format", "config", "tensors", "findings"]
+    assert list(report) == ["path", "format", "config", "tensors", "findings", "stats_read"]
+    assert report["stats_read"] == "none"
     assert {"name", "evidence"} <= set(report["format"])
     assert report["format"]["name"] == "speculators-trainer"
     assert report["config"]["hidden_size"] == 32 and report["config"]["kind"] == "draft"
@@ -66,24 +68,66 @@ def test_json_contract(sample_dir):
         "nbytes": 6144,
         "file": "model.safetensors",
     }
-    assert report["findings"] == []  # header-only: the untrained check needs --stats
+    assert report["findings"] == []  # header-only: no byte read, nothing to say about values
 
 
-def test_stats_flags_the_untrained_sample(sample_dir):
-    out = cli(str(sample_dir), "--json", "--stats")
+@pytest.mark.parametrize(("flags", "read"), [((), "sampled"), (("--stats",), "full")])
+def test_the_untrained_sample_is_named_by_default(sample_dir, flags, read):
+    """The bundled sample was saved right after init: named without --stats (its tensors are
+    under the sample size, so the sampled read sees every value too)."""
+    out = cli(str(sample_dir), "--json", *flags)
     report = json.loads(out.stdout)
+    assert report["stats_read"] == read
     (finding,) = [f for f in report["findings"] if f["code"] == "LOOKS_UNTRAINED"]
     assert set(finding) >= {"code", "severity", "title", "evidence", "fix"}
     assert finding["severity"] == "warning"
+    assert finding["evidence"][0] == "statistics from every value of every tensor"
     assert any(e.startswith("norm.weight: all ones") for e in finding["evidence"])
     assert report["stats"]["norm.weight"]["std"] == 0.0
 
 
-@pytest.mark.parametrize("layout", sorted(p.name for p in LAYOUTS.iterdir() if p.name != "targets"))
-def test_bundled_layouts_only_expected_findings(layout):
-    found = codes(LAYOUTS / layout, stats=True)
-    expected = set() if layout == "speculators-trainer" else {"EMBED_TOKENS_MISSING"}
-    assert found == expected
+def test_a_large_untrained_layer_is_named_from_a_sample(tmp_path):
+    """A draft whose decoder layer was saved at its initial values (a 2 MiB q_proj, std =
+    initializer_range): the default read names it, saying the figures come from a sample."""
+
+    def fresh_layer(s):
+        g = torch.Generator().manual_seed(8)
+        s["layers.0.self_attn.q_proj.weight"] = (
+            torch.empty(1024, 1024).normal_(0, 0.02, generator=g).to(torch.bfloat16)
+        )
+
+    path = variant(tmp_path, fresh_layer)
+    report = inspect_checkpoint(path)
+    assert report.stats_read is StatsRead.SAMPLED
+    assert report.stats["layers.0.self_attn.q_proj.weight"].sampled
+    (f,) = [f for f in report.findings if f.code == "LOOKS_UNTRAINED"]
+    assert (
+        "from a sample" in f.evidence[0] and "`inspect --stats` reads every byte" in f.evidence[0]
+    )
+    assert any(e.startswith("layers.0.self_attn.q_proj.weight: mean") for e in f.evidence)
+
+
+HEALTHY = [
+    *(LAYOUTS / p.name for p in sorted(LAYOUTS.iterdir()) if p.name != "targets"),
+    ROOT / "data" / "organism" / "draft",
+    ROOT / "data" / "samples" / "speculators-0.9.0-tiny",
+]
+
+
+@pytest.mark.parametrize("path", HEALTHY, ids=lambda p: p.name)
+@pytest.mark.parametrize("stats", [StatsRead.SAMPLED, StatsRead.FULL])
+def test_healthy_checkpoints_stay_quiet(path, stats):
+    """No root cause and nothing at error level, whichever way the bytes are read; the layouts
+    and the trained organism draft say nothing about values at all."""
+    findings = inspect_checkpoint(path, stats=stats).findings
+    assert not [f for f in findings if f.root_cause or f.severity >= Severity.ERROR]
+    found = {f.code for f in findings}
+    if path.name == "speculators-0.9.0-tiny":
+        assert found == {"LOOKS_UNTRAINED"}  # saved right after init, as its tests say
+    elif path.name in ("speculators-trainer", "draft"):
+        assert found == set()
+    else:
+        assert found == {"EMBED_TOKENS_MISSING"}
 
 
 def test_d2t_missing(tmp_path):
@@ -232,9 +276,16 @@ def test_make_layouts_is_reproducible(tmp_path):
         assert a.read_bytes() == (LAYOUTS / rel).read_bytes(), rel
 
 
-def test_d2t_with_absolute_ids_disagrees_with_t2d(tmp_path):
-    """verl-SpeCo PR #67: d2t written as arange (absolute ids) maps draft i to 2i, not to the ids
-    t2d marks. Found only with --stats (it reads the two small tensors)."""
+def d2t_finding(path: Path):
+    """The D2T_INVALID finding of the default (sampled) inspection, or None."""
+    found = [f for f in inspect_checkpoint(path).findings if f.code == "D2T_INVALID"]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def test_d2t_with_absolute_ids_is_named_as_such(tmp_path):
+    """verl-SpeCo PR #67: d2t holding the target ids themselves maps draft i to i + id(i); the
+    ids are exactly the ones t2d marks. Named by default, without --stats."""
 
     def absolute(s):
         s["d2t"] = s["t2d"].nonzero().reshape(-1).to(torch.int64)  # ids instead of offsets
@@ -243,21 +294,77 @@ def test_d2t_with_absolute_ids_disagrees_with_t2d(tmp_path):
     ids = load_file(BASE / "model.safetensors")["t2d"].nonzero().reshape(-1)
     outside = int((torch.arange(16) + ids >= 64).sum())
     assert outside > 0
-    assert "D2T_INVALID" not in codes(path)
-    (f,) = [f for f in inspect_checkpoint(path, stats=True).findings if f.code == "D2T_INVALID"]
-    assert f.evidence[0].startswith(f"{outside} draft ids map outside the target vocab [0, 64)")
+    assert "D2T_INVALID" not in codes(path, StatsRead.NONE)
+    f = d2t_finding(path)
+    assert f.data["faults"] == ["ABSOLUTE_IDS", "OUT_OF_RANGE"]
+    assert f.title.endswith("absolute token ids stored where offsets belong")
+    assert "they are exactly the ids t2d marks" in f.evidence[0]
+    assert f.evidence[1].startswith(f"{outside} draft ids map outside the target vocab [0, 64)")
     assert f.severity.name == "ERROR"
+
+
+def test_d2t_arange_without_t2d_is_named_absolute(tmp_path):
+    """The PR #67 default itself, `arange`, in a checkpoint with no t2d to compare with."""
+
+    def arange(s):
+        s["d2t"] = torch.arange(16, dtype=torch.int64)
+        s.pop("t2d")
+
+    f = d2t_finding(variant(tmp_path, arange))
+    assert f.data["faults"] == ["ABSOLUTE_IDS"]
+    assert "d2t[i] = i for every i" in f.evidence[0] and "draft 15 -> 30" in f.evidence[0]
+
+
+def test_all_zero_d2t_on_a_reduced_vocab_is_the_identity_prefix(tmp_path):
+    """verl-SpeCo PR #66: zeros map the 16 draft ids onto target ids 0..15, whatever t2d says."""
+
+    def zeros(s):
+        s["d2t"] = torch.zeros(16, dtype=torch.int64)
+
+    f = d2t_finding(variant(tmp_path, zeros))
+    assert f.data["faults"] == ["IDENTITY", "T2D_DISAGREES"]
+    assert "only propose target ids 0..15" in f.evidence[0]
+    # the same zeros where the draft keeps the whole vocabulary are the identity it should be
+    full = tmp_path / "full"
+    full.mkdir()
+
+    def full_vocab(s):
+        s["d2t"] = torch.zeros(64, dtype=torch.int64)
+        s.pop("t2d")
+        s["lm_head.weight"] = torch.zeros(64, 32, dtype=torch.bfloat16)
+
+    assert d2t_finding(variant(full, full_vocab, lambda c: c.update(draft_vocab_size=64))) is None
+
+
+def test_d2t_with_few_distinct_targets(tmp_path):
+    """SafeAILab/EAGLE #248: a tiny training set fills the draft vocab with repeats."""
+
+    def repeats(s):
+        targets = torch.tensor([3, 5, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9])
+        s["d2t"] = targets - torch.arange(16)
+        s["t2d"] = torch.zeros(64, dtype=torch.bool)
+        s["t2d"][targets] = True
+
+    f = d2t_finding(variant(tmp_path, repeats))
+    assert f.data["faults"][0] == "FEW_TARGETS"
+    assert f.evidence[0].startswith("only 3 distinct target ids for 16 draft ids")
+
+
+def test_d2t_targets_past_the_target_vocab(tmp_path):
+    def past_the_end(s):
+        s["d2t"][-1] += 40  # the last draft id maps to a target id >= 64
+
+    f = d2t_finding(variant(tmp_path, past_the_end))
+    assert f.data["faults"] == ["OUT_OF_RANGE"]
+    assert f.evidence[0].startswith("1 draft ids map outside the target vocab [0, 64)")
 
 
 def test_d2t_offsets_not_matching_t2d(tmp_path):
     def shifted(s):
         s["d2t"][1:] -= 1  # every target but the first one id earlier than t2d says
 
-    (f,) = [
-        f
-        for f in inspect_checkpoint(variant(tmp_path, shifted), stats=True).findings
-        if f.code == "D2T_INVALID"
-    ]
+    f = d2t_finding(variant(tmp_path, shifted))
+    assert f.data["faults"] == ["T2D_DISAGREES"]
     assert f.evidence[0].startswith("t2d marks 16 target ids, d2t maps to 16")
 
 

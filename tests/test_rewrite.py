@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ import kit.rewrite as rewrite
 from kit.checkpoint import open_checkpoint
 from kit.config import load_draft_config
 from kit.errors import KitError
+from kit.header_fix import HeaderState, UndoRecord, complete, fix_in_place, state_of, undo
 from kit.rewrite import plan_fix, verify_output, write_fixed
 
 LAYOUTS = Path(__file__).resolve().parent.parent / "data" / "layouts"
@@ -30,6 +32,12 @@ def sha(path: Path) -> str:
 def copy(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kit", "fix", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def fix(folder: Path, engine: str, **kw):
@@ -66,14 +74,200 @@ def test_sample_for_0_5_12_changes_only_the_config(sample_dir):
     assert plan.after.refusal is None and plan.before.refusal is not None
 
 
-def test_in_place_keeps_orig(sample_dir, tmp_path):
+def data_section(path: Path) -> bytes:
+    """Everything after the header: the tensor bytes."""
+    blob = path.read_bytes()
+    return blob[8 + struct.unpack("<Q", blob[:8])[0] :]
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    return {p.name: sha(p) for p in sorted(folder.iterdir())}
+
+
+def test_same_length_renames_in_place_rewrite_only_the_header(sample_dir, tmp_path):
+    """`layers.0.` → `midlayer.` keeps every key's length: the header is patched where it is,
+    the tensor bytes are the very same, and the undo record (not a copy) is what is kept."""
     folder = copy(sample_dir, tmp_path / "ck")
-    original = sha(folder / "model.safetensors")
+    before = snapshot(folder)
+    data = data_section(folder / "model.safetensors")
+    ck, plan, _ = fix(folder, "sglang==0.5.10", in_place=True)
+    assert plan.renames and all(len(a) == len(b) for a, b in plan.renames.items())
+    record = folder / "model.safetensors.fix-undo.json"
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*before, record.name])
+    fixed = folder / "model.safetensors"
+    assert fixed.stat().st_size == ck.files[0].stat().st_size
+    assert data_section(fixed) == data and sha(fixed) != before["model.safetensors"]
+    assert set(load_file(fixed)) == {plan.renames.get(k, k) for k in ck.tensors}
+    report = verify_output(folder, "sglang==0.5.10")
+    assert not report.with_outcome("dropped_silently") and report.refusal is None
+    assert record.stat().st_size < len(data) // 4  # headers and config, no tensor bytes
+
+
+def test_undo_restores_the_folder_byte_for_byte(sample_dir, tmp_path):
+    folder = copy(sample_dir, tmp_path / "ck")
+    before = snapshot(folder)
     fix(folder, "sglang==0.5.10", in_place=True)
+    assert snapshot(folder) != before
+    assert undo(folder) == ["model.safetensors", "config.json"]
+    assert snapshot(folder) == before
+    with pytest.raises(KitError, match="no undo record"):
+        undo(folder)
+
+
+def test_renames_that_change_length_stream_and_keep_orig(tmp_path):
+    """ModelOpt `midlayer.1.` → `layers.1.` is two bytes shorter: streamed, originals kept."""
+    folder = copy(LAYOUTS / "modelopt-midlayer", tmp_path / "ck")
+    original = sha(folder / "model.safetensors")
+    _, plan, _ = fix(folder, "vllm==0.14.0", in_place=True)
+    assert any(len(a) != len(b) for a, b in plan.renames.items())
     assert sha(folder / "model.safetensors.orig") == original
     assert (folder / "config.json.orig").exists()
-    assert not verify_output(folder, "sglang==0.5.10").with_outcome("dropped_silently")
+    assert not list(folder.glob("*.fix-undo.json"))
+    assert not verify_output(folder, "vllm==0.14.0").with_outcome("dropped_silently")
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+    with pytest.raises(KitError, match=r"model\.safetensors\.orig.*move them back"):
+        undo(folder)
+
+
+def test_a_file_with_other_names_is_streamed_not_patched(sample_dir, tmp_path):
+    """A hard-linked copy (`cp -al`, a shared cache blob) must not change with the fixed one."""
+    folder = copy(sample_dir, tmp_path / "ck")
+    other = tmp_path / "other.safetensors"
+    os.link(folder / "model.safetensors", other)
+    before = sha(other)
+    fix(folder, "sglang==0.5.10", in_place=True)
+    assert sha(other) == before
+    assert not list(folder.glob("*.fix-undo.json")) and (folder / "model.safetensors.orig").exists()
+    assert not verify_output(folder, "sglang==0.5.10").with_outcome("dropped_silently")
+
+
+def torn(folder: Path, keep_fixed_until: int) -> bytes:
+    """Write the header an interrupted patch leaves: fixed bytes up to `keep_fixed_until`
+    (e.g. the first page of a longer header, or the sectors a power loss let through),
+    the original's after it."""
+    record = UndoRecord.read(folder / "model.safetensors.fix-undo.json")
+    (edit,) = record.edits
+    mixed = edit.fixed[:keep_fixed_until] + edit.original[keep_fixed_until:]
+    assert mixed not in (edit.fixed, edit.original)
+    with open(folder / "model.safetensors", "r+b") as f:
+        f.seek(8)
+        f.write(mixed)
+    return mixed
+
+
+def differing_middle(folder: Path) -> int:
+    """A cut between the first and the last byte the fix changes."""
+    (edit,) = UndoRecord.read(folder / "model.safetensors.fix-undo.json").edits
+    changed = [i for i, (a, b) in enumerate(zip(edit.original, edit.fixed, strict=True)) if a != b]
+    return (changed[0] + changed[-1]) // 2 + 1
+
+
+def test_torn_header_is_completed_by_a_rerun_and_restored_by_undo(sample_dir, tmp_path):
+    folder = copy(sample_dir, tmp_path / "ck")
+    before = snapshot(folder)
+    fix(folder, "sglang==0.5.10", in_place=True)
+    after = snapshot(folder)
+    cut = differing_middle(folder)
+    torn(folder, cut)
+    (edit,) = UndoRecord.read(folder / "model.safetensors.fix-undo.json").edits
+    assert state_of(folder, edit) is HeaderState.TORN
+    out = run_cli(str(folder), "--for", "sglang==0.5.10", "--in-place", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["plan"]["notes"][0].startswith("completed the header fix")
+    assert snapshot(folder) == after
+    torn(folder, cut)
+    out = run_cli(str(folder), "--undo")
+    assert out.returncode == 0, out.stderr
+    assert snapshot(folder) == before
+
+
+def test_a_torn_header_is_refused_by_every_reader_with_the_way_out(sample_dir, tmp_path):
+    """A header torn inside a key name still parses (`midlrs.0.…`): opening it is refused,
+    naming the undo and the re-run, instead of reporting keys no trainer wrote."""
+    folder = copy(sample_dir, tmp_path / "ck")
+    fix(folder, "sglang==0.5.10", in_place=True)
+    torn(folder, differing_middle(folder))
+    json.loads(data_header(folder / "model.safetensors"))  # still valid JSON
+    for args in (("inspect", str(folder)), ("fix", str(folder), "--for", "sglang==0.5.10")):
+        out = subprocess.run([sys.executable, "-m", "kit", *args], capture_output=True,
+                             text=True, timeout=120)  # fmt: skip
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+        assert "half the original, half the fixed one" in out.stderr
+        assert "--undo` restores the original" in out.stderr
+
+
+def data_header(path: Path) -> bytes:
+    blob = path.read_bytes()
+    return blob[8 : 8 + struct.unpack("<Q", blob[:8])[0]]
+
+
+def test_an_undo_record_aiming_outside_its_folder_is_refused(sample_dir, tmp_path):
+    folder = copy(sample_dir, tmp_path / "ck")
+    fix(folder, "sglang==0.5.10", in_place=True)
+    victim = tmp_path / "victim.safetensors"
+    shutil.copy(folder / "model.safetensors", victim)
+    record = folder / "model.safetensors.fix-undo.json"
+    body = json.loads(record.read_text())
+    body["files"][0]["name"] = "../victim.safetensors"
+    record.write_text(json.dumps(body))
+    kept = sha(victim)
+    with pytest.raises(KitError, match="not a readable undo record"):
+        undo(folder)
+    assert sha(victim) == kept
+
+
+def test_undo_refuses_a_file_saved_again_since(sample_dir, tmp_path):
+    folder = copy(sample_dir, tmp_path / "ck")
+    fix(folder, "sglang==0.5.10", in_place=True)
+    resaved = {k: v.clone() for k, v in load_file(folder / "model.safetensors").items()}
+    save_file(resaved, folder / "model.safetensors")
+    kept = sha(folder / "model.safetensors")
+    with pytest.raises(KitError, match="changed since the in-place fix"):
+        undo(folder)
+    assert sha(folder / "model.safetensors") == kept
+
+
+def test_a_record_written_before_any_header_is_dropped_on_rerun(sample_dir, tmp_path):
+    """Killed between the record's fsync and the first header write: nothing else changed,
+    so the next run drops the record and fixes from scratch."""
+    folder = copy(sample_dir, tmp_path / "ck")
+    before = snapshot(folder)
+    fix(folder, "sglang==0.5.10", in_place=True)
+    fixed = snapshot(folder)
+    record = UndoRecord.read(folder / "model.safetensors.fix-undo.json")
+    undo(folder)
+    record.write()  # as the killed run left it: the record, every file still the original
+    note = complete(folder)
+    assert note and note.startswith("removed model.safetensors.fix-undo.json")
+    assert snapshot(folder) == before
+    fix(folder, "sglang==0.5.10", in_place=True)
+    assert snapshot(folder) == fixed
+
+
+def test_a_rerun_removes_the_temporaries_a_killed_run_left_and_nothing_else(sample_dir, tmp_path):
+    folder = copy(sample_dir, tmp_path / "ck")
+    fix(folder, "sglang==0.5.10", in_place=True)
+    fixed = snapshot(folder)
+    for name in (".config.json.k1.tmp", ".model.safetensors.fix-undo.json.k2.tmp"):
+        (folder / name).write_text("{")  # cut short by the kill
+    (folder / "notes.tmp").write_text("the user's")
+    assert complete(folder) is None  # the headers were done: nothing else to finish
+    assert snapshot(folder) == {**fixed, "notes.tmp": sha(folder / "notes.tmp")}
+
+
+def test_a_second_rename_on_a_header_fixed_checkpoint_is_refused(sample_dir, tmp_path):
+    folder = copy(sample_dir, tmp_path / "ck")
+    fix(folder, "sglang==0.5.10", in_place=True)
+    fixed = snapshot(folder)
+    again = open_checkpoint(folder)
+    with pytest.raises(KitError, match="--undo` first"):
+        fix_in_place(again, {"fc.weight": "fc.weighs"}, None, None)
+    assert snapshot(folder) == fixed
+    # a config-only fix for another release is allowed: the record already holds the original
+    fix(folder, "vllm==0.9.2", in_place=True)
+    assert json.loads((folder / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
+    undo(folder)
+    assert sha(folder / "config.json") == sha(sample_dir / "config.json")
 
 
 def test_refuses_when_a_tensor_is_missing(sample_dir, tmp_path):
@@ -139,11 +333,13 @@ def test_sharded_rewrite(sample_dir, tmp_path):
         index["midlayer.self_attn.q_proj.weight"] == weight_map["layers.0.self_attn.q_proj.weight"]
     )
     assert not verify_output(out, "sglang==0.5.10").with_outcome("dropped_silently")
-    index_before = sha(folder / "model.safetensors.index.json")
+    before = snapshot(folder)
     fix(folder, "sglang==0.5.10", in_place=True)
-    assert sha(folder / "model.safetensors.index.json.orig") == index_before
-    assert (folder / "a.safetensors.orig").exists() and (folder / "b.safetensors.orig").exists()
+    assert (folder / "model.safetensors.index.json.fix-undo.json").is_file()
+    assert not list(folder.glob("*.orig"))  # header-only: both shards patched where they are
     assert not verify_output(folder, "sglang==0.5.10").with_outcome("dropped_silently")
+    undo(folder / "model.safetensors.index.json")
+    assert snapshot(folder) == before
 
 
 def test_corrupt_copy_is_caught_and_nothing_lands(sample_dir, tmp_path, monkeypatch):

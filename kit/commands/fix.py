@@ -1,8 +1,9 @@
-"""`python -m kit fix CKPT --for sglang==0.5.10 [--out DIR | --in-place]`.
+"""`python -m kit fix CKPT --for sglang==0.5.10 [--out DIR | --in-place]`, `fix CKPT --undo`.
 
 Prints the rename plan and config.json changes that make every tensor load in that release;
 with `--out` or `--in-place` it writes them (streamed, verified, atomic) and replays the release
-on the result. Without either it only shows the plan.
+on the result. Without either it only shows the plan. `--in-place` with renames that keep every
+key's byte length rewrites only the headers, after an undo record that `--undo` restores.
 """
 
 from __future__ import annotations
@@ -12,17 +13,34 @@ import sys
 from pathlib import Path
 
 HELP = "Rename keys and fix config.json so that every tensor loads in one engine release."
+GUARANTEE = (
+    "--in-place streams each file to a verified temporary copy and renames it into place, "
+    "keeping the original as *.orig, unless every rename keeps its key's byte length "
+    "(layers.0. <-> midlayer.) and no other name (symlink, hard link) shares the file: then "
+    "only the header is rewritten, in place, in time "
+    "independent of the checkpoint's size, after CKPT.fix-undo.json (the original headers and "
+    "config.json) is written and fsynced. Killed at any point, no tensor byte has changed and "
+    "each header is the original, the fixed one, or (a write torn by a power loss, or a header "
+    "longer than a page cut by a kill) a byte-wise mix of the two; run the same fix again to "
+    "complete it, or `fix CKPT --undo` to restore the original byte for byte."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = GUARANTEE
     parser.add_argument("path", help="draft checkpoint (file or folder with config.json)")
-    parser.add_argument("--for", dest="engine", required=True, help="sglang==X or vllm==X")
+    parser.add_argument("--for", dest="engine", help="sglang==X or vllm==X")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--out", type=Path, help="write a complete new folder here (must not exist)")
     where.add_argument(
         "--in-place",
         action="store_true",
-        help="rewrite the checkpoint where it is, keeping the originals as *.orig",
+        help="rewrite the checkpoint where it is (header-only, or keeping the originals as *.orig)",
+    )
+    where.add_argument(
+        "--undo",
+        action="store_true",
+        help="restore a checkpoint fixed header-only in place, byte for byte, from its undo record",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -33,18 +51,28 @@ def run(args: argparse.Namespace) -> int:
     from kit.engines import parse_engine
     from kit.errors import KitError
     from kit.findings import dumps
+    from kit.header_fix import complete, find_record
     from kit.rewrite import plan_fix, verify_output, write_fixed
 
+    if args.undo:
+        return _undo(args)
+    if not args.engine:
+        raise KitError("say which release to fix for: --for sglang==X or vllm==X (or --undo)")
     release = parse_engine(args.engine)
+    recovered = complete(Path(args.path)) if args.in_place else None
     ck = open_checkpoint(args.path)
     if ck.config_path is None:
         raise KitError("no config.json beside the checkpoint", ck.path)
     plan = plan_fix(ck, load_draft_config(ck.config_path), release)
-    result = {"plan": plan.to_dict(), "written": None, "after": None}
+    result = {"plan": plan.to_dict(), "written": None, "after": None, "undo_record": None}
+    if recovered:
+        result["plan"]["notes"].insert(0, recovered)
     if (args.out or args.in_place) and plan.changes_anything:
         written = write_fixed(ck, plan, out=args.out, in_place=args.in_place)
         after = verify_output(written, release)
+        record = find_record(Path(args.path)) if args.in_place else None
         result["written"] = str(written)
+        result["undo_record"] = str(record) if record else None
         result["after"] = {
             "crashed": after.crashed,
             "loads_cleanly": after.loads_cleanly,
@@ -56,6 +84,21 @@ def run(args: argparse.Namespace) -> int:
         _print(plan, result)
     after = result["after"]
     return 1 if after and (after["crashed"] or after["problems"]) else 0
+
+
+def _undo(args: argparse.Namespace) -> int:
+    from kit.errors import KitError
+    from kit.findings import dumps
+    from kit.header_fix import undo
+
+    if args.engine:
+        raise KitError("--undo restores what the undo record holds; it takes no --for")
+    restored = undo(Path(args.path))
+    if args.json:
+        sys.stdout.write(dumps({"undone": str(args.path), "restored": restored}) + "\n")
+    else:
+        print(f"Restored {', '.join(restored)} in {args.path} byte for byte; undo record removed.")
+    return 0
 
 
 def _print(plan, result: dict) -> None:
@@ -86,3 +129,8 @@ def _print(plan, result: dict) -> None:
     after = result["after"]
     verdict = "[green]every tensor loads[/]" if not after["problems"] else "[red]problems remain[/]"
     console.print(f"Wrote {result['written']}; replayed on {plan.engine}: {verdict}")
+    if result["undo_record"]:
+        console.print(
+            f"Headers rewritten in place; undo record {result['undo_record']} "
+            "(`python -m kit fix PATH --undo` restores the original)"
+        )

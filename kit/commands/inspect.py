@@ -21,10 +21,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a .safetensors file, an index .json, a .bin/.pt, a folder or a cached HF repo id",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument(
+    read = parser.add_mutually_exclusive_group()
+    read.add_argument(
         "--stats",
-        action="store_true",
-        help="also read tensor bytes: value statistics, LOOKS_UNTRAINED and D2T_INVALID",
+        dest="stats_read",
+        action="store_const",
+        const="full",
+        default="sampled",
+        help="read every tensor byte for the statistics (default: a draft's tensors are "
+        "sampled, 1 MiB each, enough for LOOKS_UNTRAINED and D2T_INVALID)",
+    )
+    read.add_argument(
+        "--header-only",
+        dest="stats_read",
+        action="store_const",
+        const="none",
+        help="read headers and config.json only, no tensor bytes",
     )
     add_fail_on(parser)
 
@@ -41,9 +53,9 @@ def module_of(name: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from kit.findings import dumps
-    from kit.inspection import inspect_checkpoint
+    from kit.inspection import StatsRead, inspect_checkpoint
 
-    report = inspect_checkpoint(args.path, stats=args.stats)
+    report = inspect_checkpoint(args.path, stats=StatsRead(args.stats_read))
     if args.json:
         sys.stdout.write(dumps(report.to_dict()) + "\n")
     else:
@@ -98,7 +110,8 @@ def _print_text(report) -> None:
                 stat = report.stats.get(t.name)
                 extra = (
                     f"  mean {stat.mean:.3g} std {stat.std:.3g} [{stat.min:.3g}, {stat.max:.3g}]"
-                    if stat is not None and stat.numel
+                    + (" (sampled)" if stat.sampled else "")
+                    if stat is not None and stat.values_read
                     else ""
                 )
                 node.add(f"{t.name}  {t.dtype} {list(t.shape)}  {t.file.name}{extra}")
