@@ -18,7 +18,7 @@ which hid the findings' fix column behind a scrollbar at the bottom of a tall ta
 
 from __future__ import annotations
 
-import html
+import html as _html
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -143,26 +143,26 @@ NARROW_FIGURES_JS = f"""
 """
 
 
-def e(value: Any) -> str:
-    """Text made safe for HTML."""
-    return html.escape(str(value))
+def escape(value: Any) -> str:
+    """Any value as text made safe for HTML."""
+    return _html.escape(str(value))
 
 
 def _value(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, list | dict):
-        return e(json.dumps(value))
-    return e("" if value is None else value)
+        return escape(json.dumps(value))
+    return escape("" if value is None else value)
 
 
 def _th(label: str, style: str = "") -> str:
-    return f'<th style="{_CELL};{style}">{e(label)}</th>'
+    return f'<th style="{_CELL};{style}">{escape(label)}</th>'
 
 
 def _td(label: str, content: str, cls: str = "") -> str:
     klass = f' class="{cls}"' if cls else ""
-    return f'<td{klass} data-label="{e(label)}" style="{_CELL}">{content}</td>'
+    return f'<td{klass} data-label="{escape(label)}" style="{_CELL}">{content}</td>'
 
 
 def table_html(rows: Sequence[Mapping[str, Any]], max_rows: int = MAX_ROWS) -> str:
@@ -190,7 +190,7 @@ def severity_label(f: Finding) -> str:
 
 def cite(f: Finding) -> str:
     """The engine release and source line a finding holds for, `·`-separated."""
-    return " · ".join(e(x) for x in (f.engine, f.source) if x)
+    return " · ".join(escape(x) for x in (f.engine, f.source) if x)
 
 
 def findings_html(findings: Sequence[Finding]) -> str:
@@ -199,15 +199,16 @@ def findings_html(findings: Sequence[Finding]) -> str:
         return '<p class="no-findings">No findings.</p>'
     rows = []
     for f in ranked(findings):
-        evidence = "".join(f"<li>{e(x)}</li>" for x in f.evidence)
+        evidence = "".join(f"<li>{escape(x)}</li>" for x in f.evidence)
         source = f"<div class=cite>{cite(f)}</div>" if f.engine or f.source else ""
         root = "<br><b>root cause</b>" if f.root_cause else ""
-        finding = f"<code>{e(f.code)}</code> <b>{e(f.title)}</b><ul>{evidence}</ul>{source}"
+        title = f"<code>{escape(f.code)}</code> <b>{escape(f.title)}</b>"
+        finding = f"{title}<ul>{evidence}</ul>{source}"
         rows.append(
             f'<tr class="sev-{f.severity.name.lower()}">'
-            + _td("severity", f"{e(severity_label(f))}{root}", "sev")
+            + _td("severity", f"{escape(severity_label(f))}{root}", "sev")
             + _td("finding", finding)
-            + _td("fix", e(f.fix), "fix" if f.fix else "")
+            + _td("fix", escape(f.fix), "fix" if f.fix else "")
             + "</tr>"
         )
     head = "".join(_th(label, style) for label, style in _FINDING_COLUMNS)
@@ -219,13 +220,13 @@ def findings_html(findings: Sequence[Finding]) -> str:
 
 def cause_html(f: Finding, max_evidence: int = MAX_EVIDENCE) -> str:
     """A root cause in full: title and code, severity and source, evidence, and the fix."""
-    evidence = "".join(f"<li>{e(x)}</li>" for x in f.evidence[:max_evidence])
+    evidence = "".join(f"<li>{escape(x)}</li>" for x in f.evidence[:max_evidence])
     if len(f.evidence) > max_evidence:
         evidence += f"<li>… {len(f.evidence) - max_evidence} more in the step's findings</li>"
-    meta = " · ".join(x for x in (e(severity_label(f)), cite(f)) if x)
-    fix = f"<div class=fix><b>Fix:</b> {e(f.fix)}</div>" if f.fix else ""
+    meta = " · ".join(x for x in (escape(severity_label(f)), cite(f)) if x)
+    fix = f"<div class=fix><b>Fix:</b> {escape(f.fix)}</div>" if f.fix else ""
     return (
-        f'<div class="cause"><h3>{e(f.title)} <code>{e(f.code)}</code></h3>'
+        f'<div class="cause"><h3>{escape(f.title)} <code>{escape(f.code)}</code></h3>'
         f"<p class=meta>{meta}</p><ul>{evidence}</ul>{fix}</div>"
     )
 
@@ -263,6 +264,6 @@ def page(title: str, body: str, *, figures: bool = True) -> str:
     return (
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(title)}</title><style>{PAGE_CSS}</style>{script}</head>"
+        f"<title>{escape(title)}</title><style>{PAGE_CSS}</style>{script}</head>"
         f'<body><main class="{SCOPE}">{body}</main></body></html>'
     )

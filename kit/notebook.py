@@ -1,4 +1,4 @@
-"""The notebooks' side of the kit: where they live, how a run reads them, what their first cell does.
+"""Notebooks as the kit sees them: where they live, how a run reads them, what their setup does.
 
 The notebooks are jupytext percent scripts (`notebooks/NAME.py`, cells marked `# %%`): reviewed,
 linted and formatted like any module, opened as notebooks by JupyterLab through jupytext's

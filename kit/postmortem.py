@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kit import html
-from kit.html import e, figure_html, findings_html, table_html
+from kit.html import cause_html, escape, figure_html, findings_html, page, table_html
 from kit.runs import Run, Status, StepResult
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ def verdict_html(run: Run, symptom: bool = True) -> str:
         head = "<p>No root cause was identified; the findings below are what the checks saw.</p>"
     else:
         head = "<p>No findings: every check that ran passed.</p>"
-    body = "".join(html.cause_html(f) for f in causes)
+    body = "".join(cause_html(f) for f in causes)
     figure = symptom_figure(run) if symptom else None
     glance = f"<h3>The symptom</h3>{figure_html(figure)}" if figure else ""
     others = f"<h3>Other findings</h3>{findings_html(rest)}" if rest else ""
@@ -86,24 +85,26 @@ def status_html(run: Run) -> str:
 def step_html(step: StepResult, figures: bool = True) -> str:
     """A step's evidence: what it checks, whether it ran, its facts, figures (unless `figures` is
     off: a notebook draws them itself), tables and findings."""
-    parts = [f'<section class="card"><h2>{e(step.title)}</h2><p>{e(ABOUT.get(step.name, ""))}</p>']
+    about = escape(ABOUT.get(step.name, ""))
+    parts = [f'<section class="card"><h2>{escape(step.title)}</h2><p>{about}</p>']
     if step.status == Status.SKIPPED:
-        parts.append(f"<p class=missing>Not run: {e(step.reason)}.</p>")
+        parts.append(f"<p class=missing>Not run: {escape(step.reason)}.</p>")
     elif step.status == Status.FAILED and step.error:
         parts.append(
             f"<p class=failed><b>This step did not complete</b>, so its evidence is missing: "
-            f"{e(step.error.ename)}: {e(step.error.evalue)}<br>"
-            f"<span class=meta>notebook <code>{e(step.notebook)}</code>, {e(step.error)}</span></p>"
+            f"{escape(step.error.ename)}: {escape(step.error.evalue)}<br>"
+            f"<span class=meta>notebook <code>{escape(step.notebook)}</code>, "
+            f"{escape(step.error)}</span></p>"
         )
     summary = step.records.get("summary")
     if summary:
         parts.append(table_html([{"fact": k, "value": v} for k, v in summary.items()]))
     for name, value in step.records.items():
         if figures and name.startswith("fig:"):
-            parts.append(f"<h3>{e(name[4:])}</h3>{figure_html(value)}")
+            parts.append(f"<h3>{escape(name[4:])}</h3>{figure_html(value)}")
     for name, value in step.records.items():
         if name.startswith("table:") and name not in (RUNS_TABLE, FIXES_TABLE):
-            parts.append(f"<h3>{e(name[6:])}</h3>{table_html(value)}")
+            parts.append(f"<h3>{escape(name[6:])}</h3>{table_html(value)}")
     if step.status == Status.OK:
         parts.append(f"<h3>Findings of this step</h3>{findings_html(step.findings)}")
     parts.append("</section>")
@@ -114,7 +115,9 @@ def runs_html(run: Run) -> str:
     step = run.step("04_acceptance_rate")
     if step is None or RUNS_TABLE not in step.records:
         why = "no server logs were analysed" if step is None else step.reason or str(step.error)
-        body = f"<p class=missing>No runs to compare: {e(why or 'the step recorded none')}.</p>"
+        body = (
+            f"<p class=missing>No runs to compare: {escape(why or 'the step recorded none')}.</p>"
+        )
     else:
         body = table_html(step.records[RUNS_TABLE])
         if step.records.get(FIXES_TABLE):
@@ -145,7 +148,7 @@ def render(run: Run) -> str:
     state = f"<span class=bad>{failed} step(s) failed</span>" if failed else "all steps ran"
     body = (
         "<h1>EAGLE-3 draft postmortem</h1>"
-        f"<p class=meta>engine <code>{e(engine)}</code> · {state} · run took "
+        f"<p class=meta>engine <code>{escape(engine)}</code> · {state} · run took "
         f"{run.seconds:.1f} s</p>"
         f"{verdict_html(run)}"
         f'<section class="card"><h2>What ran</h2>{status_html(run)}</section>'
@@ -153,7 +156,7 @@ def render(run: Run) -> str:
         + runs_html(run)
         + parameters_html(run)
     )
-    return html.page("EAGLE-3 draft postmortem", body)
+    return page("EAGLE-3 draft postmortem", body)
 
 
 def write(run: Run, path: Path) -> Path:

@@ -2,12 +2,12 @@
 
 A run is a plan of notebook steps, each with its parameters and the steps whose recorded results it
 needs (acceptance analysis waits for the offline expected accept length). Each notebook is read
-from its percent script (`kit.notebook.read_script`) and executed in memory; independent steps run in
-parallel kernels in one process; every kernel gets the `python3` kernel, a cell timeout, the repo
-root as working directory and plotly's own MIME type for figures (JupyterLab draws it; plotly.js
-goes into the postmortem once, not into every executed notebook). A failed step is captured
-(notebook, cell, error) and the others still run. The executed notebooks are the single source of
-truth: `run.json` lists what ran, and every result is read back from the notebooks' records.
+from its percent script (`kit.notebook.read_script`) and executed in memory; independent steps
+run in parallel kernels in one process; every kernel gets the `python3` kernel, a cell timeout,
+the repo root as working directory and plotly's own MIME type for figures (JupyterLab draws it;
+plotly.js goes into the postmortem once, not into every executed notebook). A failed step is
+captured (notebook, cell, error) and the others still run. The executed notebooks are the single
+source of truth: `run.json` lists what ran, and every result is read back from their records.
 """
 
 from __future__ import annotations

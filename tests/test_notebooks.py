@@ -195,6 +195,19 @@ def test_findings_in_a_notebook_read_without_colour(incident):
     assert "⛔ critical" in findings and 'data-label="fix"' in findings
 
 
+def test_without_an_expectation_notebook_4_says_so_and_draws_none(tmp_path):
+    executed = tmp_path / "04.ipynb"
+    error = execute_notebook(
+        script_path("04_acceptance_rate"), executed, {"expected_accept_len": None}, timeout=60
+    )
+    assert error is None, f"failed at {error}"
+    figure = _outputs(executed, PLOTLY_MIME)[0]
+    labels = [a.get("text", "") for a in figure["layout"].get("annotations", [])]
+    assert not any("expected" in label for label in labels), labels
+    notes = _outputs(executed, "text/markdown")
+    assert any("No expectation line" in note for note in notes), notes
+
+
 def test_a_wrong_path_is_one_clear_line(tmp_path):
     """A typo in a parameter: the kit's one-line error, with the cell line that raised, not a
     traceback through the library; the notebook still stops there and the run says where."""

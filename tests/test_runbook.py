@@ -40,6 +40,7 @@ def executed(tmp_path_factory):
     write_notebook(
         src, "01_key_inspection", "x = 1", "import os\nrecord('answer', x * 7)\n"
         "record('renderer', os.environ.get('PLOTLY_RENDERER'))\n"
+        "from kit.notebook import watched\nrecord('watched', watched())\n"
         "record('row', {'name': 'fc.weight', 'dtype': 'BF16', 'bytes': 3})"
     )  # fmt: skip
     write_notebook(
@@ -75,6 +76,16 @@ def test_records_keep_their_key_order_through_the_notebook_file(executed):
 def test_kernels_draw_figures_as_plotly_mime_only(executed):
     """JupyterLab draws plotly's MIME type itself; plotly.js goes into the postmortem, once."""
     assert executed[0][0].records["renderer"] == "plotly_mimetype"
+
+
+def test_nobody_watches_a_headless_kernel(executed, monkeypatch):
+    """Progress bars are widgets: a headless kernel shows none (they would sit in the executed
+    copy, drawing nothing); JupyterLab's kernels, without the run's environment, show them."""
+    from kit.notebook import HEADLESS, watched
+
+    assert executed[0][0].records["watched"] is False
+    monkeypatch.delenv(HEADLESS, raising=False)
+    assert watched() is True
 
 
 def test_a_step_takes_a_record_of_the_step_it_needs(executed):

@@ -25,7 +25,7 @@ def styled(content: str) -> HTML:
 
 
 def _caption(title: str | None) -> str:
-    return f"<p><b>{html.e(title)}</b></p>" if title else ""
+    return f"<p><b>{html.escape(title)}</b></p>" if title else ""
 
 
 def table(rows: Sequence[Mapping[str, Any]], title: str | None = None) -> HTML:
