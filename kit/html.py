@@ -134,7 +134,7 @@ NARROW_FIGURES_JS = f"""
         "yaxis.tickmode": cats.length ? "array" : own["yaxis.tickmode"],
         "yaxis.tickvals": cats.length ? cats : own["yaxis.tickvals"],
         "yaxis.ticktext": cats.length ? cats.map(wrap) : own["yaxis.ticktext"]
-      }} : own);
+      }} : own).then(function(){{ Plotly.Plots.resize(div); }});  // to the width it has now
     }});
   }}
   window.addEventListener("load", fit);
