@@ -26,9 +26,17 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# JupyterLab rooted at the repo (data/ and runs/ reachable), the kit importable from the venv.
+# JupyterLab rooted at the repo (data/ and runs/ reachable), this checkout's kit importable in the
+# kernels, the notebooks/*.py scripts opened as notebooks (jupytext; .jupyter/ makes that Lab's
+# default viewer). On a remote machine: make lab LAB_ARGS="--ip=0.0.0.0 --no-browser" (see
+# notebooks/README.md); as root (GPU containers) --allow-root is added, or Jupyter will not start.
+LAB_ARGS ?=
+LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. notebooks/01_key_inspection.ipynb
+	JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
+	PYTHONPATH="$(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))" \
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(LAB_ROOT_FLAG) $(LAB_ARGS) \
+		notebooks/01_key_inspection.py
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -7,7 +7,6 @@ engine release it holds for (and the engine source line), and the fix.
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -142,26 +141,3 @@ class _Null:
 
     def flush(self) -> None:
         pass
-
-
-def to_html(findings: Sequence[Finding]) -> str:
-    """An HTML table of findings (self-contained; styled by the postmortem's CSS classes)."""
-    if not findings:
-        return '<p class="no-findings">No findings.</p>'
-    rows = []
-    for f in ranked(findings):
-        ev = "".join(f"<li>{html.escape(e)}</li>" for e in f.evidence)
-        cite = " · ".join(html.escape(x) for x in (f.engine, f.source) if x)
-        rows.append(
-            f'<tr class="sev-{f.severity.name.lower()}">'
-            f'<td class="sev">{f.severity.name.lower()}'
-            f"{'<br><b>root cause</b>' if f.root_cause else ''}</td>"
-            f"<td><code>{html.escape(f.code)}</code></td>"
-            f"<td><b>{html.escape(f.title)}</b><ul>{ev}</ul>"
-            f"{f'<div class=cite>{cite}</div>' if cite else ''}</td>"
-            f"<td>{html.escape(f.fix)}</td></tr>"
-        )
-    return (
-        '<table class="findings"><thead><tr><th>severity</th><th>code</th><th>finding</th>'
-        "<th>fix</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
-    )

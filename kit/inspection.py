@@ -40,6 +40,19 @@ _KNOWN_LAYER = re.compile(
     r"|hidden_norm\.weight)$"
 )
 _QUANT_SCALE = re.compile(r"(weight|input|output|k|v)_scale(_inv)?$")
+_LAYER_MODULE = re.compile(r"^(.*?(?:layers|midlayer|h|blocks)\.\d+)\.")
+
+
+def module_of(name: str) -> str:
+    """The module a tensor belongs to, as `inspect` and notebook 1 group keys: a decoder layer
+    whole (`layers.0`, `midlayer`, `model.layers.3`), anything else by its parent
+    (`fc.weight` -> `fc`); a bare name (`d2t`) is its own module."""
+    m = _LAYER_MODULE.match(name)
+    if m:
+        return m.group(1)
+    if name.startswith("midlayer."):
+        return "midlayer"
+    return name.rsplit(".", 1)[0] if "." in name else name
 
 
 class StatsRead(Enum):

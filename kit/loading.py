@@ -301,13 +301,27 @@ def _param_states(
 
 @dataclass
 class MatrixRow:
-    """Consecutive releases of one engine with the same outcome for this checkpoint."""
+    """Consecutive releases of one engine with the same verdict on this checkpoint: as saved, and
+    (where the release refuses config.json) once config.json is rewritten. The counts are the
+    keys dropped and the used parameters left at init as the release serves the draft."""
 
     engine: str
     releases: list[str]
     outcome: str  # "loads fully" | "drops N keys" | "crashes" | "refuses config.json"
     detail: str
     if_config_rewritten: str = ""  # the outcome once config.json is rewritten (refused only)
+    dropped: int = 0
+    left_at_init: int = 0
+    crashed: bool = False  # as served: the server does not start even with the rewritten config
+
+    @property
+    def span(self) -> str:
+        first, last = self.releases[0], self.releases[-1]
+        return f"{self.engine} {first}" + ("" if first == last else f" … {last}")
+
+    def key(self) -> tuple:
+        return (self.outcome, self.detail, self.if_config_rewritten, self.dropped,
+                self.left_at_init, self.crashed)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -318,6 +332,9 @@ class MatrixRow:
             "outcome": self.outcome,
             "detail": self.detail,
             "if_config_rewritten": self.if_config_rewritten,
+            "dropped silently": self.dropped,
+            "left at init": self.left_at_init,
+            "crashed": self.crashed,
         }
 
 
@@ -337,20 +354,32 @@ def summarise(report: LoadReport) -> tuple[str, str]:
     return "loads fully", ("left at init: " + ", ".join(at_init)) if at_init else ""
 
 
+def matrix_row(name: str, version: str, report: LoadReport) -> MatrixRow:
+    """One release's row of the matrix."""
+    outcome, detail = summarise(report)
+    served = report.as_served
+    return MatrixRow(
+        engine=name,
+        releases=[version],
+        outcome=outcome,
+        detail=detail,
+        if_config_rewritten=" — ".join(summarise(report.rewritten)) if report.rewritten else "",
+        dropped=len(served.with_outcome(Outcome.DROPPED)),
+        left_at_init=sum(p.state == State.LEFT_AT_INIT and not p.unused for p in served.params),
+        crashed=served.crashed,
+    )
+
+
 def release_matrix(ck: Checkpoint, cfg: DraftConfig, engines: list[str]) -> list[MatrixRow]:
     """For each engine, its releases grouped by what they do with this checkpoint as saved
     (and, where they refuse config.json, what they would do once it is rewritten)."""
     rows: list[MatrixRow] = []
     for name in engines:
         for rel in all_releases(name):
-            report = simulate_load(ck, cfg, rel)
-            outcome, detail = summarise(report)
-            rewritten = " — ".join(summarise(report.rewritten)) if report.rewritten else ""
+            row = matrix_row(name, str(rel.version), simulate_load(ck, cfg, rel))
             last = rows[-1] if rows and rows[-1].engine == name else None
-            if last and (last.outcome, last.detail, last.if_config_rewritten) == (
-                outcome, detail, rewritten,
-            ):  # fmt: skip
+            if last and last.key() == row.key():
                 last.releases.append(str(rel.version))
             else:
-                rows.append(MatrixRow(name, [str(rel.version)], outcome, detail, rewritten))
+                rows.append(row)
     return rows

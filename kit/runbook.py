@@ -1,12 +1,13 @@
 """Run the notebooks headless with papermill: the same analyses a person steps through, in CI.
 
 A run is a plan of notebook steps, each with its parameters and the steps whose recorded results it
-needs (acceptance analysis waits for the offline expected accept length). Independent steps run in
-parallel kernels in one process; every kernel gets the `python3` kernel, a cell timeout, the repo
-root as working directory and a plotly renderer that embeds plotly.js, so the executed notebooks and
-the postmortem work offline. A failed step is captured (notebook, cell, error) and the others still
-run. The executed notebooks are the single source of truth: `run.json` lists what ran, and every
-result is read back from the notebooks' records.
+needs (acceptance analysis waits for the offline expected accept length). Each notebook is read
+from its percent script (`kit.notebook.read_script`) and executed in memory; independent steps
+run in parallel kernels in one process; every kernel gets the `python3` kernel, a cell timeout,
+the repo root as working directory and plotly's own MIME type for figures (JupyterLab draws it;
+plotly.js goes into the postmortem once, not into every executed notebook). A failed step is
+captured (notebook, cell, error) and the others still run. The executed notebooks are the single
+source of truth: `run.json` lists what ran, and every result is read back from their records.
 """
 
 from __future__ import annotations
@@ -23,27 +24,17 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kit import postmortem
 from kit.errors import KitError
-from kit.findings import Finding, Severity, ranked
+from kit.notebook import HEADLESS, NOTEBOOKS, ROOT, read_script, script_path
 from kit.record import read_records
+from kit.runs import SUMMARY_NAME, TITLES, Run, Status, StepError, StepResult
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
 DATA = ROOT / "data"
-SUMMARY_NAME = "run.json"
 # Offline acceptance of the bundled incident on its first 40 held-out prompts (of 300), so the
 # whole run stays under a minute on 2 cores; `--num-prompts 300` measures on all of them.
 DEMO_PROMPTS = 40
 INCIDENT_DRAFT_TOKENS = 5  # the incident log: accept rate 0.20 = 1/5 at zero acceptance
-
-# Steps of a run, in reading order, with the title the summary and the postmortem use.
-TITLES = {
-    "01_key_inspection": "Key inspection",
-    "02_load_weights_simulation": "Load-weights simulation",
-    "03_hidden_state_tracing": "Hidden-state tracing",
-    "04_acceptance_rate": "Acceptance rate from the server logs",
-    "05_offline_acceptance": "Offline acceptance (what the draft should reach)",
-}
 
 # Longest first, so the steps waiting on it do not lengthen the run: the offline acceptance (which
 # the acceptance notebook needs), then the full-scale trace.
@@ -135,108 +126,6 @@ class Step:
         return TITLES.get(self.name, self.name)
 
 
-@dataclass(frozen=True)
-class StepError:
-    """Where and how a notebook failed, as papermill reports it."""
-
-    cell: int | None  # execution count, the `In [N]` a reader sees
-    ename: str
-    evalue: str
-    source: str = ""  # the line of the cell that raised (else the cell's first line)
-
-    def __str__(self) -> str:
-        where = f"cell In [{self.cell}]" if self.cell is not None else "before any cell ran"
-        line = f" ({self.source})" if self.source else ""
-        return f"{where}{line}: {self.ename}: {self.evalue}"
-
-
-@dataclass
-class StepResult:
-    name: str
-    status: str  # "ok" | "failed" | "skipped"
-    params: dict[str, Any] = field(default_factory=dict)
-    notebook: str | None = None  # executed notebook, relative to the run folder
-    seconds: float = 0.0
-    error: StepError | None = None
-    reason: str = ""  # why a step was skipped
-    records: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    @property
-    def title(self) -> str:
-        return TITLES.get(self.name, self.name)
-
-    @property
-    def findings(self) -> list[Finding]:
-        return [Finding.from_dict(d) for d in self.records.get("findings", [])]
-
-    def summary_line(self) -> str:
-        if self.status == "ok":
-            return f"{self.name}: ok in {self.seconds:.1f} s"
-        if self.status == "skipped":
-            return f"{self.name}: skipped ({self.reason})"
-        return f"{self.name}: FAILED at {self.error}"
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("records")
-        return d
-
-
-@dataclass
-class Run:
-    """A finished run: the inputs, each step's result, and every finding ranked."""
-
-    inputs: dict[str, Any]
-    steps: list[StepResult]
-    seconds: float = 0.0
-
-    @property
-    def findings(self) -> list[Finding]:
-        """All steps' findings ranked, each kept once: a root cause once per code (the earliest
-        step's: the offline notebook re-finds the load and capture faults it injects). Evidence
-        is reconciled first: logs with acceptance figures prove the server ran, so a refused
-        config.json is not the one it served (`kit.load_findings.reconcile`)."""
-        from kit.load_findings import reconcile
-
-        ran = self.server_ran()
-        seen: dict[tuple[str, str], Finding] = {}
-        for step in self.steps:
-            for f in reconcile(step.findings, ran):
-                seen.setdefault((f.code, "" if f.root_cause else f.title), f)
-        return ranked([*seen.values(), *self.failures()])
-
-    def server_ran(self) -> bool:
-        """Whether a server log of the run holds acceptance figures."""
-        step = self.step("04_acceptance_rate")
-        rows = step.records.get("table:runs compared", []) if step else []
-        return any(row.get("accept len") is not None for row in rows)
-
-    def failures(self) -> list[Finding]:
-        """A step that did not complete is a finding: a CI gate must not pass on a blind spot."""
-        return [
-            Finding(
-                code="STEP_FAILED",
-                severity=Severity.ERROR,
-                title=f"{s.title} did not complete: {s.error.ename}: {s.error.evalue}",
-                evidence=(f"notebook {s.notebook}, {s.error}",),
-                fix="Fix or supply the input named in the message and rerun; the other steps ran.",
-                data={"step": s.name},
-            )
-            for s in self.steps
-            if s.status == "failed" and s.error is not None
-        ]
-
-    def step(self, name: str) -> StepResult | None:
-        return next((s for s in self.steps if s.name == name), None)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "inputs": self.inputs,
-            "seconds": round(self.seconds, 2),
-            "steps": [s.to_dict() for s in self.steps],
-        }
-
-
 def _s(p: Path | None) -> str | None:
     """A path as the kernel (cwd = the repository root) should see it: relative when it lies in
     the repository, so evidence in the postmortem reads `data/…` rather than a machine path."""
@@ -252,7 +141,7 @@ def plan(inputs: RunInputs) -> tuple[list[Step], list[StepResult]]:
     skipped: list[StepResult] = []
 
     def skip(name: str, reason: str) -> None:
-        skipped.append(StepResult(name, "skipped", reason=reason))
+        skipped.append(StepResult(name, Status.SKIPPED, reason=reason))
 
     draft, target = _s(inputs.draft), _s(inputs.target)
     target_config = _s(inputs.target_config) or target
@@ -313,12 +202,15 @@ def plan(inputs: RunInputs) -> tuple[list[Step], list[StepResult]]:
 
 @contextmanager
 def kernel_env() -> Iterator[None]:
-    """Environment every kernel inherits: kit importable, offline plotly, one thread per kernel."""
+    """Environment every kernel inherits: kit importable, figures as plotly's MIME type only (no
+    5 MB copy of plotly.js per notebook), one thread per kernel, and no progress bars: nobody
+    watches a headless kernel (`kit.notebook.watched`), and a bar is a widget in its notebook."""
     wanted = {
-        "PLOTLY_RENDERER": "plotly_mimetype+notebook",
+        "PLOTLY_RENDERER": "plotly_mimetype",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         "OMP_NUM_THREADS": "1",
         "TQDM_DISABLE": "1",
+        HEADLESS: "1",
     }
     saved = {k: os.environ.get(k) for k in wanted}
     os.environ.update(wanted)
@@ -335,7 +227,8 @@ def kernel_env() -> Iterator[None]:
 def execute_notebook(
     source: Path, output: Path, params: dict[str, Any], timeout: float
 ) -> StepError | None:
-    """Execute one notebook with papermill; the error (cell, ename, evalue) instead of raising."""
+    """Execute one notebook script with papermill; the error (cell, ename, evalue) instead of
+    raising."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
@@ -345,10 +238,11 @@ def execute_notebook(
 
     try:
         pm.execute_notebook(
-            str(source),
+            read_script(source),
             str(output),
             parameters=params,
             kernel_name="python3",
+            language="python",  # a script need not carry a kernelspec header
             execution_timeout=timeout,
             cwd=str(ROOT),
             progress_bar=False,
@@ -399,11 +293,11 @@ def execute(
     def run_one(step: Step, params: dict[str, Any]) -> StepResult:
         out = out_dir / f"{step.name}.ipynb"
         t0 = time.perf_counter()
-        error = execute_notebook(notebooks / f"{step.name}.ipynb", out, params, timeout)
+        error = execute_notebook(script_path(step.name, notebooks), out, params, timeout)
         records = read_records(out) if out.is_file() else {}
         return StepResult(
             step.name,
-            "failed" if error else "ok",
+            Status.FAILED if error else Status.OK,
             params,
             out.name if out.is_file() else None,
             time.perf_counter() - t0,
@@ -468,7 +362,7 @@ class _Progress:
             self.console.print(f"running {name}", highlight=False)
 
     def finish(self, result: StepResult) -> None:
-        mark = "[green]ok[/]" if result.status == "ok" else "[bold red]FAILED[/]"
+        mark = "[green]ok[/]" if result.status == Status.OK else "[bold red]FAILED[/]"
         if self.live:
             self.progress.update(
                 self.tasks[result.name], description=f"{mark} {result.name}", completed=1
@@ -486,8 +380,6 @@ def run(
     progress: bool = True,
 ) -> Run:
     """Plan, execute and write `run.json`, `findings.json` and `postmortem.html` into `out_dir`."""
-    from kit import postmortem
-
     try:  # before any notebook runs: a file in the way is one clear error
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -508,23 +400,3 @@ def run(
     )
     postmortem.write(result, out_dir / "postmortem.html")
     return result
-
-
-def load_run(run_dir: str | Path) -> Run:
-    """A finished run read back from its folder: `run.json` plus the executed notebooks' records."""
-    folder = Path(run_dir)
-    summary = folder / SUMMARY_NAME
-    try:
-        data = json.loads(summary.read_text())
-    except FileNotFoundError:
-        raise KitError("no run here (run `python -m kit run --out` first)", summary) from None
-    except (OSError, json.JSONDecodeError) as e:
-        raise KitError(f"not a readable run summary ({e})", summary) from None
-    steps = []
-    for d in data["steps"]:
-        error = StepError(**d["error"]) if d.get("error") else None
-        step = StepResult(**{**d, "error": error})
-        if step.notebook and (folder / step.notebook).is_file():
-            step.records = read_records(folder / step.notebook)
-        steps.append(step)
-    return Run(data["inputs"], steps, data.get("seconds", 0.0))

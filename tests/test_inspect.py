@@ -386,3 +386,15 @@ def test_big_checkpoint_text_lists_modules_not_every_tensor(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "model.layers.60 (5, F32, 40 B)" in out.stdout
     assert "model.layers.60.q_proj.weight" not in out.stdout
+
+
+def test_module_of_keeps_a_decoder_layer_whole_in_every_layout():
+    """`inspect` and notebook 1 group keys by this one rule: a decoder layer is one module,
+    whichever layout names it, so `midlayer.*` is not split into attention and MLP boxes."""
+    from kit.inspection import module_of
+
+    assert module_of("layers.0.mlp.up_proj.weight") == "layers.0"
+    assert module_of("midlayer.self_attn.q_proj.weight") == "midlayer"
+    assert module_of("midlayer.0.mlp.up_proj.weight") == "midlayer.0"
+    assert module_of("model.layers.12.self_attn.q_proj.weight") == "model.layers.12"
+    assert module_of("fc.weight") == "fc" and module_of("d2t") == "d2t"

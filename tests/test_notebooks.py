@@ -1,4 +1,4 @@
-"""The notebooks: committed clean, parameterised, and executed headless on the bundled incident.
+"""The notebooks: percent scripts, parameterised like `make demo`, executed headless on the incident.
 
 One run of every notebook (module-scoped, as `python -m kit run` does it) serves all the assertions
 on recorded results; a failed notebook fails its tests with the notebook, the cell and the error.
@@ -6,6 +6,7 @@ on recorded results; a failed notebook fails its tests with the notebook, the ce
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -15,68 +16,88 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from kit.runbook import NOTEBOOKS, ROOT, TITLES, Run, RunInputs, execute_notebook, run
+from kit.notebook import NOTEBOOKS, ROOT, read_script, script_path
+from kit.runbook import RunInputs, Step, execute, execute_notebook, plan, run
+from kit.runs import TITLES, Run, Status
 
 pytestmark = pytest.mark.slow  # real kernels; still part of `make test`
 
 EXPECTED = [*TITLES, "postmortem"]
-SOURCES = sorted(NOTEBOOKS.glob("*.ipynb"))
+SCRIPTS = sorted(NOTEBOOKS.glob("*.py"))
 ROOT_CAUSES = {"KEYS_SILENTLY_DROPPED", "FC_BYPASSED"}
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
-def test_every_notebook_is_there():
-    assert sorted(p.stem for p in SOURCES) == sorted(EXPECTED)
+def defaults(name: str) -> dict:
+    """The values a notebook's parameters cell assigns (literals, as papermill requires)."""
+    [cell] = [
+        c
+        for c in read_script(script_path(name)).cells
+        if "parameters" in c.metadata.get("tags", [])
+    ]
+    return {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in ast.parse(cell.source).body
+        if isinstance(node, ast.Assign)
+    }
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.stem)
-def test_committed_without_outputs(path):
-    nb = nbformat.read(path, as_version=4)
-    for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "code":
-            assert cell.outputs == [], f"{path.name} cell {i} has outputs"
-            assert cell.execution_count is None, f"{path.name} cell {i} was executed"
-    assert "papermill" not in nb.metadata
+def test_every_step_has_its_notebook_script():
+    assert {p.stem for p in SCRIPTS} >= set(EXPECTED)
 
 
-@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.stem)
 def test_one_parameters_cell_with_interactive_off(path):
-    nb = nbformat.read(path, as_version=4)
+    nb = read_script(path)
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
     assert len(tagged) == 1, f"{path.name}: {len(tagged)} cells tagged parameters"
     assert re.search(r"^interactive = False\b", tagged[0].source, re.M)
-    assert nb.metadata.kernelspec.name == "python3"
+    assert nb.cells[0].cell_type == "markdown" and nb.cells[0].source.startswith("# ")
     # widgets only behind `if interactive:` so a headless run never waits on one
     for cell in nb.cells:
         if "ipywidgets" in cell.source:
             assert cell.source.startswith("if interactive:"), f"{path.name}: widgets outside"
 
 
-def test_committed_notebooks_are_what_the_build_script_writes(tmp_path):
-    """`make_notebooks.py` is the reviewable source: the committed files must not drift from it."""
-    import importlib.util
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.stem)
+def test_every_notebook_can_be_explored(path):
+    """`interactive = True` gives each notebook a widget cell (notebook 5 had none)."""
+    assert any(c.source.startswith("if interactive:") for c in read_script(path).cells)
 
-    spec = importlib.util.spec_from_file_location("make_notebooks", NOTEBOOKS / "make_notebooks.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
-    for path in build.main(tmp_path):
-        assert path.read_bytes() == (NOTEBOOKS / path.name).read_bytes(), f"{path.name} drifted"
+
+@pytest.mark.parametrize("name", list(TITLES))
+def test_defaults_are_what_make_demo_passes(name):
+    """Opened in JupyterLab, a notebook measures what `make demo` measures: same parameters,
+    so the same numbers as the postmortem (notebook 4's expectation: see the incident test)."""
+    steps, _ = plan(RunInputs.bundled_incident())
+    [step] = [s for s in steps if s.name == name]
+    own = defaults(name)
+    passed = {k: v for k, v in step.params.items() if k not in step.needs}
+    assert {k: own[k] for k in passed} == passed
+    assert set(own) == {*step.params, "interactive"}
 
 
 def ok(result: Run, name: str):
     step = result.step(name)
     assert step is not None, f"{name} was not part of the run"
-    if step.status != "ok":
+    if step.status != Status.OK:
         pytest.fail(f"notebook {name} {step.status}: {step.error or step.reason}")
     return step
 
 
 @pytest.fixture(scope="module")
 def incident(tmp_path_factory) -> tuple[Run, Path]:
-    """Every notebook on the bundled incident, offline acceptance on 40 prompts."""
+    """Every notebook on the bundled incident, as `make demo` runs them."""
     out = tmp_path_factory.mktemp("demo")
-    inputs = RunInputs.bundled_incident()
-    inputs.num_prompts = 40
-    return run(inputs, out, timeout=300, progress=False), out
+    return run(RunInputs.bundled_incident(), out, timeout=300, progress=False), out
+
+
+def _outputs(notebook: Path, mime: str) -> list[dict]:
+    nb = nbformat.read(notebook, as_version=4)
+    return [
+        o["data"][mime] for c in nb.cells for o in c.get("outputs", []) if mime in o.get("data", {})
+    ]
 
 
 def test_key_inspection_records_the_keys(incident):
@@ -99,9 +120,15 @@ def test_load_simulation_finds_the_dropped_decoder_layer(incident):
     assert verdict["KEYS_SILENTLY_DROPPED"].root_cause and "CONFIG_NOT_SERVED" in verdict
     assert "UNSUPPORTED_CONFIG" not in verdict
     assert records["summary"]["keys dropped silently"] > 0
-    by_release = {row["release"]: row for row in records["table:across releases"]}
-    assert by_release["sglang==0.5.10"]["dropped silently"] > 0
-    assert by_release["sglang==0.5.12"]["dropped silently"] == 0
+    rows = records["table:across releases"]
+
+    def row_of(engine, version):
+        return next(r for r in rows if r["engine"] == engine and version in r["releases"])
+
+    assert row_of("sglang", "0.5.10")["dropped silently"] == 10
+    assert row_of("sglang", "0.5.12")["dropped silently"] == 0
+    assert row_of("sglang", "0.5.12")["outcome"] == "refuses config.json"
+    assert row_of("vllm", "0.11.2")["outcome"] == "loads fully"  # every engine is in the matrix
 
 
 def test_tracing_shows_fc_bypassed_at_full_scale(incident):
@@ -126,6 +153,10 @@ def test_acceptance_takes_the_offline_expectation_and_compares_runs(incident):
     step = ok(result, "04_acceptance_rate")
     expected = result.step("05_offline_acceptance").records["expected_accept_len"]
     assert step.params["expected_accept_len"] == expected  # fed from notebook 5
+    assert defaults("04_acceptance_rate")["expected_accept_len"] == expected  # and so in Lab
+    [figure] = _outputs(incident[1] / step.notebook, PLOTLY_MIME)[:1]
+    lines = [s for s in figure["layout"].get("shapes", []) if s.get("y0") == expected]
+    assert len(lines) == 1, "the offline expectation is drawn in the accept length chart"
     runs = {row["run"]: row for row in step.records["table:runs compared"]}
     assert runs["before.log"]["accept len"] == pytest.approx(1.0)
     assert runs["after-both-fixes.log"]["accept len"] > 1.5
@@ -154,14 +185,55 @@ def test_no_widgets_unless_interactive(incident):
     executed copies hold nothing that needs a live kernel to draw."""
     result, out = incident
     for step in result.steps:
-        nb = nbformat.read(out / ok(result, step.name).notebook, as_version=4)
-        cells = [
-            i
-            for i, cell in enumerate(nb.cells)
-            for o in cell.get("outputs", [])
-            if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
-        ]
-        assert not cells, f"{step.name}: widget output in cells {cells}"
+        assert not _outputs(out / ok(result, step.name).notebook, WIDGET_MIME), step.name
+
+
+def test_executed_notebooks_carry_their_figures_not_plotly_js(incident):
+    """JupyterLab draws plotly's MIME type itself: an executed notebook is its figures and
+    tables (tens of KB), not a 5 MB copy of plotly.js; the postmortem embeds it once."""
+    result, out = incident
+    for step in result.steps:
+        notebook = out / ok(result, step.name).notebook
+        figures = sum(name.startswith("fig:") for name in step.records)
+        assert len(_outputs(notebook, PLOTLY_MIME)) == figures, step.name
+        assert not any("Plotly" in html for html in _outputs(notebook, "text/html"))
+        assert notebook.stat().st_size < 1_000_000, f"{step.name}: {notebook.stat().st_size} B"
+
+
+def test_findings_in_a_notebook_read_without_colour(incident):
+    """Colours go when an executed copy is opened untrusted; the severity marker stays."""
+    result, out = incident
+    tables = _outputs(out / ok(result, "02_load_weights_simulation").notebook, "text/html")
+    findings = next(t for t in tables if "KEYS_SILENTLY_DROPPED" in t)
+    assert "⛔ critical" in findings and 'data-label="fix"' in findings
+
+
+def test_without_an_expectation_notebook_4_says_so_and_draws_none(tmp_path):
+    executed = tmp_path / "04.ipynb"
+    error = execute_notebook(
+        script_path("04_acceptance_rate"), executed, {"expected_accept_len": None}, timeout=60
+    )
+    assert error is None, f"failed at {error}"
+    figure = _outputs(executed, PLOTLY_MIME)[0]
+    labels = [a.get("text", "") for a in figure["layout"].get("annotations", [])]
+    assert not any("expected" in label for label in labels), labels
+    notes = _outputs(executed, "text/markdown")
+    assert any("No expectation line" in note for note in notes), notes
+
+
+def test_a_wrong_path_is_one_clear_line(tmp_path):
+    """A typo in a parameter: the kit's one-line error, with the cell line that raised, not a
+    traceback through the library; the notebook still stops there and the run says where."""
+    executed = tmp_path / "01.ipynb"
+    error = execute_notebook(
+        script_path("01_key_inspection"), executed, {"draft": "no/such/draft"}, timeout=60
+    )
+    assert error.ename == "KitError" and "no/such/draft" in error.evalue
+    assert error.source == "report = inspect_checkpoint(draft)"
+    [shown] = [o for c in nbformat.read(executed, as_version=4).cells for o in c.get("outputs", [])
+               if o.output_type == "error"]  # fmt: skip
+    assert len(shown.traceback) == 1 and "\n" not in shown.traceback[0]
+    assert re.search(r"KitError.*no/such/draft.*\(Cell In\[\d+\], line 1\)", shown.traceback[0])
 
 
 def test_figures_fit_the_notebook_width(incident):
@@ -175,19 +247,23 @@ def test_figures_fit_the_notebook_width(incident):
 
 
 def test_postmortem_notebook_reads_the_run_back(incident, tmp_path):
+    """Its figures, the symptom included, are plotly's own MIME type: no plotly.js in the page."""
     result, out = incident
     from kit.record import read_records
 
     executed = tmp_path / "postmortem.ipynb"
     error = execute_notebook(
-        NOTEBOOKS / "postmortem.ipynb", executed, {"run_dir": str(out)}, timeout=120
+        script_path("postmortem"), executed, {"run_dir": str(out)}, timeout=120
     )
     assert error is None, f"postmortem notebook failed at {error}"
     records = read_records(executed)
     assert {f["code"] for f in records["verdict"]} == {
         f.code for f in result.findings if f.root_cause
     }
-    assert set(records["steps"].values()) == {"ok"}
+    assert set(records["steps"].values()) == {Status.OK}
+    figures = sum(k.startswith("fig:") for s in result.steps for k in s.records)
+    assert len(_outputs(executed, PLOTLY_MIME)) == figures + 1  # every figure and the symptom
+    assert executed.stat().st_size < 1_000_000
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -229,20 +305,13 @@ def test_the_gate_passes_below_its_threshold(sample_dir, tmp_path):
 
 def test_widgets_run_headless_without_waiting(sample_dir, tmp_path):
     """`interactive = True` builds the widgets (filter, run selector) and still completes."""
-    from kit.runbook import Step, execute
-
     logs = [str(p) for p in RunInputs.bundled_incident().logs]
+    offline = {"k": 2, "num_prompts": 8, "interactive": True}  # the widget, not the figures
     steps = [
         Step("01_key_inspection", {"draft": str(sample_dir), "interactive": True}),
         Step("04_acceptance_rate", {"logs": logs, "baseline": None, "interactive": True}),
+        Step("05_offline_acceptance", offline),
     ]
     for result in execute(steps, tmp_path, timeout=120, progress=False):
-        assert result.status == "ok", f"{result.name} failed at {result.error}"
-        nb = nbformat.read(tmp_path / result.notebook, as_version=4)
-        widget_outputs = [
-            o
-            for c in nb.cells
-            for o in c.get("outputs", [])
-            if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
-        ]
-        assert widget_outputs, f"{result.name}: no widget displayed"
+        assert result.status == Status.OK, f"{result.name} failed at {result.error}"
+        assert _outputs(tmp_path / result.notebook, WIDGET_MIME), f"{result.name}: no widget"

@@ -13,9 +13,10 @@ import plotly.graph_objects as go
 import pytest
 
 from kit.findings import Finding, Severity
-from kit.postmortem import FIXES_TABLE, RUNS_TABLE, render, table_html, write
+from kit.html import table_html
+from kit.postmortem import FIXES_TABLE, RUNS_TABLE, render, write
 from kit.record import to_jsonable
-from kit.runbook import Run, StepError, StepResult
+from kit.runs import Run, Status, StepError, StepResult
 
 DROPPED = Finding(
     "KEYS_SILENTLY_DROPPED",
@@ -36,7 +37,7 @@ def run() -> Run:
     steps = [
         StepResult(
             "02_load_weights_simulation",
-            "ok",
+            Status.OK,
             {"draft": "data/organism/draft", "engine": "sglang==0.5.10"},
             "02_load_weights_simulation.ipynb",
             1.5,
@@ -51,13 +52,13 @@ def run() -> Run:
         ),
         StepResult(
             "04_acceptance_rate",
-            "failed",
+            Status.FAILED,
             {"logs": ["missing.log"]},
             "04_acceptance_rate.ipynb",
             0.8,
             StepError(4, "KitError", "missing.log: no such file", "runs = parse_files(logs)"),
         ),
-        StepResult("05_offline_acceptance", "skipped", reason="needs --draft and --target"),
+        StepResult("05_offline_acceptance", Status.SKIPPED, reason="needs --draft and --target"),
     ]
     return Run({"engine": "sglang==0.5.10", "draft": "data/organism/draft"}, steps, 4.2)
 
@@ -102,17 +103,26 @@ def test_tables_never_widen_the_page(run):
     page = render(run)
     section = page[page.index("<h3>Per notebook</h3>") :]
     head = section[: section.index("</thead>")]
-    assert re.findall(r"<th>(\w+)</th>", head) == ["notebook", "parameter", "value"]
-    assert "<td>04_acceptance_rate</td><td>logs</td>" in section
+    assert re.findall(r"<th[^>]*>(\w+)</th>", head) == ["notebook", "parameter", "value"]
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", section)
+    assert cells[:2] == ["02_load_weights_simulation", "draft"]
+    assert "04_acceptance_rate" in cells and "logs" in cells
     assert "05_offline_acceptance" not in section  # skipped: it used no parameters
-    tables = re.findall(r"(.{0,17})<table", page)
-    assert tables and all(t.endswith("<div class=wide>") for t in tables)  # each scrolls alone
+
+
+def test_every_step_says_how_it_ended_in_words(run):
+    """The status reads without colour: a marker and the word, then why."""
+    page = render(run)
+    section = page[page.index("<h2>What ran</h2>") : page.index("Load-weights simulation</h2>")]
+    assert "✅ ok" in section and "❌ failed" in section and "⏭️ skipped" in section
+    assert "cell In [4] (runs = parse_files(logs)): KitError: missing.log: no such file" in section
+    assert "needs --draft and --target" in section
 
 
 def test_runs_compared_come_from_the_acceptance_records(run):
     run.steps[1] = StepResult(
         "04_acceptance_rate",
-        "ok",
+        Status.OK,
         records={
             RUNS_TABLE: [{"run": "before.log", "accept len": 1.0}],
             FIXES_TABLE: [{"before": "before.log", "after": "after-rename.log"}],
@@ -147,7 +157,7 @@ def test_write_replaces_the_page_atomically(run, tmp_path):
 
 def test_findings_of_a_run_are_ranked_and_deduplicated(run):
     run.steps.append(
-        StepResult("01_key_inspection", "ok", records=to_jsonable({"findings": [INFO]}))
+        StepResult("01_key_inspection", Status.OK, records=to_jsonable({"findings": [INFO]}))
     )
     codes = [f.code for f in run.findings]
     assert codes[0] == "KEYS_SILENTLY_DROPPED"

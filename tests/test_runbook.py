@@ -1,7 +1,7 @@
 """The runbook: plans, parallel steps with dependencies, captured failures, records read back.
 
-These use tiny notebooks written into `tmp_path`, so they test the machinery (papermill, kernels,
-records) in a few seconds; `test_notebooks.py` runs the real notebooks.
+These use tiny notebook scripts written into `tmp_path`, so they test the machinery (jupytext,
+papermill, kernels, records) in a few seconds; `test_notebooks.py` runs the real notebooks.
 """
 
 from __future__ import annotations
@@ -17,24 +17,20 @@ import torch
 
 from kit.findings import Finding, Severity
 from kit.record import MIME, read_records, to_jsonable
-from kit.runbook import ROOT, RunInputs, Step, execute, load_run, plan
+from kit.runbook import ROOT, RunInputs, Step, execute, plan
+from kit.runs import Run, Status, load_run
 
 pytestmark = pytest.mark.slow  # real kernels; still part of `make test`
 
 
 def write_notebook(folder: Path, name: str, params: str, body: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    cell = nbformat.v4.new_code_cell(params)
-    cell.metadata["tags"] = ["parameters"]
-    nb.cells = [cell, nbformat.v4.new_code_cell("from kit.record import record"), *[
-        nbformat.v4.new_code_cell(src) for src in body.split("\n---\n")
-    ]]  # fmt: skip
-    nbformat.write(nb, folder / f"{name}.ipynb")
+    """A percent script as a person writes one: no header, a cell tagged `parameters`."""
+    cells = [
+        f'# %% tags=["parameters"]\n{params}',
+        "# %%\nfrom kit.record import record",
+        *(f"# %%\n{src}" for src in body.split("\n---\n")),
+    ]
+    (folder / f"{name}.py").write_text("\n\n".join(cells) + "\n")
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +40,7 @@ def executed(tmp_path_factory):
     write_notebook(
         src, "01_key_inspection", "x = 1", "import os\nrecord('answer', x * 7)\n"
         "record('renderer', os.environ.get('PLOTLY_RENDERER'))\n"
+        "from kit.notebook import watched\nrecord('watched', watched())\n"
         "record('row', {'name': 'fc.weight', 'dtype': 'BF16', 'bytes': 3})"
     )  # fmt: skip
     write_notebook(
@@ -65,7 +62,7 @@ def executed(tmp_path_factory):
 def test_parameters_reach_the_kernel_and_records_come_back(executed):
     results, out = executed
     first = results[0]
-    assert first.status == "ok" and first.records["answer"] == 42
+    assert first.status == Status.OK and first.records["answer"] == 42
     assert read_records(out / "01_key_inspection.ipynb")["answer"] == 42
 
 
@@ -76,8 +73,19 @@ def test_records_keep_their_key_order_through_the_notebook_file(executed):
     assert list(row) == ["name", "dtype", "bytes"]
 
 
-def test_kernels_embed_plotly_for_offline_html(executed):
-    assert executed[0][0].records["renderer"] == "plotly_mimetype+notebook"
+def test_kernels_draw_figures_as_plotly_mime_only(executed):
+    """JupyterLab draws plotly's MIME type itself; plotly.js goes into the postmortem, once."""
+    assert executed[0][0].records["renderer"] == "plotly_mimetype"
+
+
+def test_nobody_watches_a_headless_kernel(executed, monkeypatch):
+    """Progress bars are widgets: a headless kernel shows none (they would sit in the executed
+    copy, drawing nothing); JupyterLab's kernels, without the run's environment, show them."""
+    from kit.notebook import HEADLESS, watched
+
+    assert executed[0][0].records["watched"] is False
+    monkeypatch.delenv(HEADLESS, raising=False)
+    assert watched() is True
 
 
 def test_a_step_takes_a_record_of_the_step_it_needs(executed):
@@ -87,7 +95,7 @@ def test_a_step_takes_a_record_of_the_step_it_needs(executed):
 def test_a_failure_names_the_cell_and_the_error_and_the_others_still_run(executed):
     results, out = executed
     failed = results[1]
-    assert failed.status == "failed"
+    assert failed.status == Status.FAILED
     assert failed.error.ename == "FileNotFoundError"
     assert "no/such/file.log" in failed.error.evalue
     # In [5]: parameters, injected parameters, import, `y = 2`, then the failing cell
@@ -95,7 +103,7 @@ def test_a_failure_names_the_cell_and_the_error_and_the_others_still_run(execute
     assert failed.error.source == "open(path).read()"  # the line that raised, not the first
     assert "never" not in failed.records  # later cells did not run
     assert (out / "02_load_weights_simulation.ipynb").is_file()  # the traceback is kept
-    assert [r.status for r in results] == ["ok", "failed", "ok"]
+    assert [r.status for r in results] == [Status.OK, Status.FAILED, Status.OK]
 
 
 def test_a_cell_timeout_is_a_step_failure(tmp_path):
@@ -104,7 +112,7 @@ def test_a_cell_timeout_is_a_step_failure(tmp_path):
         [Step("01_key_inspection", {})], tmp_path / "out", timeout=2, progress=False,
         notebooks=tmp_path,
     )  # fmt: skip
-    assert result.status == "failed"
+    assert result.status == Status.FAILED
     assert "Timeout" in result.error.ename
 
 
@@ -145,13 +153,11 @@ def test_plan_skips_what_the_inputs_do_not_allow(sample_dir):
 
 
 def test_run_summary_round_trips(tmp_path, executed):
-    from kit.runbook import Run
-
     results, out = executed
     run = Run({"engine": "sglang==0.5.10"}, results, 3.0)
     (out / "run.json").write_text(json.dumps(run.to_dict()))
     back = load_run(out)
-    assert [s.status for s in back.steps] == ["ok", "failed", "ok"]
+    assert [s.status for s in back.steps] == [Status.OK, Status.FAILED, Status.OK]
     assert back.steps[0].records["answer"] == 42  # read again from the executed notebook
     assert back.steps[1].error == results[1].error
     [failure] = back.failures()
@@ -215,3 +221,22 @@ def test_bundled_inputs_name_no_machine_path():
     d = RunInputs.bundled_incident().to_dict()
     paths = [d[k] for k in ("draft", "target", "target_config", "trace_draft", "baseline_log")]
     assert all(p.startswith("data/") for p in paths + d["logs"]), d
+
+
+def test_the_executed_copy_is_a_plain_notebook(executed):
+    """Run from the script, written as .ipynb: no jupytext pairing, so opening the copy in
+    JupyterLab can never write over the source script."""
+    _, out = executed
+    nb = nbformat.read(out / "01_key_inspection.ipynb", as_version=4)
+    assert "jupytext" not in nb.metadata
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    assert ["parameters"] in tags and ["injected-parameters"] in tags
+
+
+def test_a_missing_script_is_a_failed_step_naming_it(tmp_path):
+    [result] = execute(
+        [Step("01_key_inspection", {})], tmp_path / "out", progress=False, notebooks=tmp_path
+    )
+    assert result.status == Status.FAILED and result.error.ename == "KitError"
+    assert str(tmp_path / "01_key_inspection.py") in result.error.evalue
+    assert "cannot read the notebook script" in result.error.evalue

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 from kit.commands._common import add_fail_on, gate
@@ -12,7 +11,6 @@ HELP = "Read a draft checkpoint's headers and config: format, tensors by module,
 
 # Show every tensor up to this many; beyond it (a full target) one line per module.
 MAX_TENSOR_ROWS = 200
-_LAYER_MODULE = re.compile(r"^(.*?(?:layers|midlayer|h|blocks)\.\d+)\.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,16 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="read headers and config.json only, no tensor bytes",
     )
     add_fail_on(parser)
-
-
-def module_of(name: str) -> str:
-    """`layers.0.mlp.up_proj.weight` -> `layers.0`; `fc.weight` -> `fc`; `d2t` -> `d2t`."""
-    m = _LAYER_MODULE.match(name)
-    if m:
-        return m.group(1)
-    if name.startswith("midlayer."):
-        return "midlayer"
-    return name.rsplit(".", 1)[0] if "." in name else name
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,6 +67,7 @@ def _print_text(report) -> None:
     from kit.config import DraftConfig
     from kit.console import make_console
     from kit.findings import render_table
+    from kit.inspection import module_of
 
     console = make_console()
     ck = report.checkpoint
