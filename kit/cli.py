@@ -20,6 +20,7 @@ COMMANDS = (
     "trace",
     "acceptance",
     "offline",
+    "deployment",
     "doctor",
     "run",
 )

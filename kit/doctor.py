@@ -15,6 +15,7 @@ from typing import Any
 from kit.findings import Finding, ranked
 
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
+DEFAULT_ENGINE = "sglang==0.5.10"
 
 
 @dataclass
@@ -58,7 +59,7 @@ def diagnose(
     *,
     target_config: str | Path | None = None,
     draft_config: str | Path | None = None,
-    engine: str = "sglang==0.5.10",
+    engine: str | None = None,
     logs: Sequence[str | Path] = (),
     target_class: str | None = None,
     aux_capture: bool | None = None,
@@ -66,14 +67,22 @@ def diagnose(
     expected_accept_len: float | None = None,
     target: str | Path | None = None,
     num_prompts: int | None = None,
+    launch: str | Path | None = None,
+    train_tokenizer: str | Path | None = None,
 ) -> Diagnosis:
     """Run every check the inputs allow. `draft_config` (default: the draft's) is what is traced;
     a transformers `target` adds offline acceptance, whose healthy figure becomes the expected
-    accept length the logs are judged against (unless `expected_accept_len` is given)."""
+    accept length the logs are judged against (unless `expected_accept_len` is given). A
+    `launch` line adds the deployment check and, without `engine`, names the release."""
     from kit.config import load_draft_config, load_target_config
     from kit.engines import parse_engine
 
-    release = parse_engine(engine)
+    served = None
+    if launch is not None:
+        from kit.deployment.served import read_served
+
+        served = read_served(launch, engine)
+    release = served.release if served else parse_engine(engine or DEFAULT_ENGINE)
     report = Diagnosis(str(release))
     draft = Path(draft)
     if has_weights(draft):
@@ -93,14 +102,13 @@ def diagnose(
 
     if target_config is not None:
         from kit.capture import simulate_capture
-        from kit.inspection import check_pair
 
         target_cfg = load_target_config(target_config)
         traced_cfg = load_draft_config(draft_config or draft)
         capture = simulate_capture(
             target_cfg, traced_cfg, release, target_class=target_class, aux_capture=aux_capture
         )
-        report.checks["capture"] = list(capture.findings) + check_pair(target_cfg, traced_cfg)
+        report.checks["capture"] = list(capture.findings)
         report.facts.update(hidden_width=capture.hidden_width, fc_applied=capture.fc_applied)
     else:
         report.skipped["capture"] = "no target config given"
@@ -121,14 +129,48 @@ def diagnose(
         from kit.acceptance import analyze, parse_files
 
         runs = parse_files(
-            [Path(p) for p in logs], engine=engine, num_draft_tokens=num_draft_tokens
+            [Path(p) for p in logs], engine=str(release), num_draft_tokens=num_draft_tokens
         )
         report.checks["acceptance"] = list(
             analyze(runs, expected_accept_len=expected_accept_len).findings
         )
+        observed = [r.accept_len.mean for r in runs if r.accept_len.mean is not None]
     else:
         report.skipped["acceptance"] = "no server log given"
+        observed = []
+
+    if served is not None or target_config is not None:
+        deployment(report, served, draft_config or draft, target_config, train_tokenizer, observed)
+    else:
+        report.skipped["deployment"] = "no launch line and no target config given"
     return report
+
+
+def deployment(
+    report: Diagnosis,
+    served: Any,
+    draft: str | Path,
+    target_config: str | Path | None,
+    train_tokenizer: str | Path | None,
+    observed_accept_lens: Sequence[float],
+) -> None:
+    """The deployment check; an observed near-zero accept length is handed over only when no
+    other check already explains it (a quantized target is then a root cause)."""
+    from kit.deployment import check
+
+    explained = any(f.root_cause for found in report.checks.values() for f in found)
+    accept_len = min(observed_accept_lens) if observed_accept_lens and not explained else None
+    result = check(
+        served,
+        draft=draft,
+        target_config=target_config,
+        engine=report.engine,
+        train_tokenizer=train_tokenizer,
+        accept_len=accept_len,
+    )
+    report.checks["deployment"] = list(result.findings)
+    if served is not None:
+        report.facts["launch judged as"] = str(served.release)
 
 
 def offline(

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 
 from kit.commands._common import add_deployment_arguments, add_fail_on, gate
+from kit.commands.deployment import add_launch_arguments
 
 HELP = "Run every check on a draft (keys, load, aux capture, logs) and rank the findings."
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_deployment_arguments(p, draft_required=True)
+    add_launch_arguments(p)
     p.add_argument("--expected-accept-len", type=float, help="offline expected accept length")
     add_fail_on(p)
     p.add_argument("--json", action="store_true", help="JSON for programs")
@@ -32,6 +34,8 @@ def run(args: argparse.Namespace) -> int:
         expected_accept_len=args.expected_accept_len,
         target=args.target,
         num_prompts=args.num_prompts,
+        launch=args.launch,
+        train_tokenizer=args.train_tokenizer,
     )
     if args.json:
         print(dumps(report.to_dict()))

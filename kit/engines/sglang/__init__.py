@@ -9,7 +9,7 @@ the file and line inside the wheel's `sglang/srt/` for the release it names.
 
 from __future__ import annotations
 
-from kit.engines.sglang import acceptance, load
+from kit.engines.sglang import acceptance, flags, load
 from kit.engines.sglang.load import (
     CONFIG_FIX,
     config_problem,
@@ -41,6 +41,7 @@ __all__ = [
     "config_problem",
     "d2t_source",
     "engine_params",
+    "flags",
     "from_target",
     "load",
     "missing_d2t_failure",

@@ -9,7 +9,7 @@ the file inside the wheel (`vllm/…`) for the release it names.
 
 from __future__ import annotations
 
-from kit.engines.vllm import acceptance, load
+from kit.engines.vllm import acceptance, flags, load
 from kit.engines.vllm.load import (
     CONFIG_FIX,
     SPECULATORS_FIX,
@@ -39,6 +39,7 @@ __all__ = [
     "config_problem",
     "d2t_source",
     "engine_params",
+    "flags",
     "from_target",
     "load",
     "missing_d2t_failure",
