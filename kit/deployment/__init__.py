@@ -22,6 +22,7 @@ from kit.deployment.served import Served, local_path, read_served
 from kit.deployment.serving import algorithm, chain, known_issues, launch_findings
 from kit.engines import EngineRelease, parse_engine
 from kit.engines.serving import Method
+from kit.errors import KitError
 from kit.findings import Finding, Severity, ranked
 
 __all__ = ["NEAR_ZERO_ACCEPT_LEN", "DeploymentReport", "Served", "check"]
@@ -134,6 +135,8 @@ def _tokenizer_findings(
     served_tok: str | Path | None,
     report: DeploymentReport,
 ) -> list[Finding]:
+    """The chat-template rule (with a trainer tokenizer) and the unreachable-tokens rule (with a
+    draft whose smaller vocabulary has a d2t); a tokenizer is loaded only when one of them runs."""
     from kit.deployment.tokens import (
         has_tokenizer,
         load_template,
@@ -141,24 +144,24 @@ def _tokenizer_findings(
         unreachable_findings,
     )
 
+    reduced = bool(draft and draft.draft_vocab_size and draft.draft_vocab_size < draft.vocab_size)
+    has_d2t = reduced and draft_dir is not None and any(draft_dir.glob("*.safetensors"))
+    if train is None:
+        report.skipped["chat template"] = "no --train-tokenizer given"
+    if train is None and not has_d2t:
+        return []
     folder = _served_tokenizer(served, target_dir, served_tok)
     if folder is None:
         report.skipped["tokenizer"] = "no served tokenizer (give --tokenizer or a local target)"
         return []
-    override = served.chat_template if served else None
-    served_t = load_template(folder, override)
+    served_t = load_template(folder, served.chat_template if served else None)
     report.facts["served_tokenizer"] = served_t.source
     out = []
     if train is not None:
-        train_dir = Path(train)
-        if not has_tokenizer(train_dir):
-            from kit.errors import KitError
-
-            raise KitError("no tokenizer files (tokenizer.json, tokenizer_config.json)", train_dir)
-        out += template_findings(load_template(train_dir), served_t)
-    else:
-        report.skipped["chat template"] = "no --train-tokenizer given"
-    if draft and draft_dir and draft_dir.is_dir():
+        if not has_tokenizer(Path(train)):
+            raise KitError("no tokenizer files (tokenizer.json, tokenizer_config.json)", train)
+        out += template_findings(load_template(Path(train)), served_t)
+    if has_d2t and draft and draft_dir:
         out += unreachable_findings(served_t, draft, draft_dir)
     return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from kit.deployment.arguments import Arguments, parse_arguments
@@ -81,25 +82,30 @@ def read_served(launch: str | Path, engine: str | None = None) -> Served:
     if name and name.strip().lower() != command.engine:
         raise KitError(f"--engine {engine} but the launch line starts {command.entrypoint}")
     pkg = ENGINES[command.engine]
-    table = pkg.flags.table()
-    if version:
-        release = parse_engine(engine or "")
-        args = parse_arguments(command.argv, table, pick(pkg.flags.PARSER, release).value, release)
-        fitting = (str(release.version),) if not args.issues else ()
-        given = True
-    else:
-        parsed = [
-            parse_arguments(command.argv, table, pick(pkg.flags.PARSER, r).value, r)
-            for r in all_releases(command.engine)
-        ]
-        fitting = tuple(str(a.release.version) for a in parsed if not a.issues)
-        args = next((a for a in reversed(parsed) if not a.issues), parsed[-1])
-        release, given = args.release, False
-    served = Served(command, args, release, given, fitting)
+    release = parse_engine(engine or "") if version else None
+    try:
+        args, fitting = _parse(command, pkg, release)
+    except KitError as e:  # a JSON flag that does not parse: name where the line came from
+        raise KitError(e.problem, e.path or command.source) from None
+    served = Served(command, args, args.release, release is not None, fitting)
     from kit.deployment.lines import READERS
 
     READERS[command.engine](served)
     return served
+
+
+def _parse(
+    command: Command, pkg: ModuleType, release: EngineRelease | None
+) -> tuple[Arguments, tuple[str, ...]]:
+    """The arguments under `release`, or under the newest release that accepts the whole line;
+    and the releases that accept it."""
+    table = pkg.flags.table()
+    releases = [release] if release else all_releases(command.engine)
+    parsed = [
+        parse_arguments(command.argv, table, pick(pkg.flags.PARSER, r).value, r) for r in releases
+    ]
+    fitting = tuple(str(a.release.version) for a in parsed if not a.issues)
+    return next((a for a in reversed(parsed) if not a.issues), parsed[-1]), fitting
 
 
 def local_path(value: str | None) -> Path | None:

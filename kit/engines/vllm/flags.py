@@ -54,8 +54,8 @@ PARSER: tuple[Row[ParserRules], ...] = (
     ),
 )
 
-# `--spec-method`, `--spec-model`, `--spec-tokens` fill the speculative config's keys
-# (0.33.0 engine/arg_utils.py:2109-2111).
+# `--spec-method`, `--spec-model`, `--spec-tokens` fill the speculative config's keys, from 0.24.0
+# (0.24.0 engine/arg_utils.py:1501-1503,1707-1709; 0.33.0 engine/arg_utils.py:2109-2111).
 SPEC_SHORTHANDS = {
     "spec_method": "method",
     "spec_model": "model",
