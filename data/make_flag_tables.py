@@ -186,21 +186,23 @@ def hints(index: Index, ann: ast.expr) -> list[ast.expr]:
     if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
         return hints(index, ann.left) + hints(index, ann.right)
     if isinstance(ann, ast.Subscript):
-        head = ast.unparse(ann.value).split(".")[-1]
+        outer = ast.unparse(ann.value).split(".")[-1]
         inner = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
-        if head in ("Optional", "Union"):
+        if outer in ("Optional", "Union"):
             return [h for i in inner for h in hints(index, i)]
-        if head in ("Annotated", "A", "SkipValidation"):
+        if outer in ("Annotated", "A", "SkipValidation"):
             return hints(index, inner[0])
     return [ann]
 
 
 def head(h: ast.expr) -> str:
+    """A hint's name without its module and arguments (`typing.Optional[int]` -> Optional)."""
     name = ast.unparse(h.value if isinstance(h, ast.Subscript) else h)
     return name.split(".")[-1]
 
 
 def literal_values(index: Index, hs: list[ast.expr]) -> list[Any] | None:
+    """The options of the `Literal[...]` among the hints (aliases followed)."""
     values: list[Any] = []
     for h in hs:
         if head(h) != "Literal":
@@ -219,6 +221,8 @@ def hints_literal(index: Index, e: ast.expr) -> list[Any]:
 
 
 def base_type(hs: list[ast.expr], index: Index) -> str:
+    """The value type vLLM's `_compute_kwargs` picks for a field's hints (int before float
+    before JSON, anything else a string)."""
     names = {head(h) for h in hs}
     if names & {"int"}:
         return "int"
@@ -272,6 +276,7 @@ def nargs_kind(nargs: Any) -> str:
 
 
 def type_name(index: Index, expr: ast.expr | None) -> str:
+    """The value type of an explicit `type=` (a builtin or one of the engines' parsers)."""
     if expr is None:
         return "str"
     text = ast.unparse(expr)
@@ -613,6 +618,7 @@ def rows(engine: str, per_release: dict[str, list[Flag]]) -> list[dict[str, Any]
 
 
 def write(engine: str, cache: Path) -> Path:
+    """Read every release of `engine` (downloading what the cache lacks) and write its table."""
     versions = sorted({*RELEASES[engine], *HISTORY[engine]}, key=lambda v: tuple(_version_key(v)))
     read: dict[str, Any] = {}
     per_release: dict[str, list[Flag]] = {}

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kit.findings import Finding, ranked
+
+if TYPE_CHECKING:
+    from kit.deployment import Served
 
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 DEFAULT_ENGINE = "sglang==0.5.10"
@@ -125,20 +128,7 @@ def diagnose(
     else:
         report.skipped["offline"] = "needs a draft checkpoint and --target"
 
-    if logs:
-        from kit.acceptance import analyze, parse_files
-
-        runs = parse_files(
-            [Path(p) for p in logs], engine=str(release), num_draft_tokens=num_draft_tokens
-        )
-        report.checks["acceptance"] = list(
-            analyze(runs, expected_accept_len=expected_accept_len).findings
-        )
-        observed = [r.accept_len.mean for r in runs if r.accept_len.mean is not None]
-    else:
-        report.skipped["acceptance"] = "no server log given"
-        observed = []
-
+    observed = acceptance(report, logs, num_draft_tokens, expected_accept_len)
     if served is not None or target_config is not None:
         deployment(report, served, draft_config or draft, target_config, train_tokenizer, observed)
     else:
@@ -146,9 +136,30 @@ def diagnose(
     return report
 
 
+def acceptance(
+    report: Diagnosis,
+    logs: Sequence[str | Path],
+    num_draft_tokens: int | None,
+    expected_accept_len: float | None,
+) -> list[float]:
+    """The log analysis under the diagnosis' release; the accept lengths the logs show."""
+    if not logs:
+        report.skipped["acceptance"] = "no server log given"
+        return []
+    from kit.acceptance import analyze, parse_files
+
+    runs = parse_files(
+        [Path(p) for p in logs], engine=report.engine, num_draft_tokens=num_draft_tokens
+    )
+    report.checks["acceptance"] = list(
+        analyze(runs, expected_accept_len=expected_accept_len).findings
+    )
+    return [r.accept_len.mean for r in runs if r.accept_len.mean is not None]
+
+
 def deployment(
     report: Diagnosis,
-    served: Any,
+    served: Served | None,
     draft: str | Path,
     target_config: str | Path | None,
     train_tokenizer: str | Path | None,

@@ -16,6 +16,8 @@ import numpy as np
 
 from kit.cli import main
 
+ROOT = Path(__file__).resolve().parent.parent
+
 LLAMA3_SCALING = {
     "factor": 8.0,
     "high_freq_factor": 4.0,

@@ -448,3 +448,35 @@ def test_sglang_spec_v2_overlap_with_a_vl_target(capsys, tmp_path):
     assert "KNOWN_ISSUE_SPEC_V2_MULTIMODAL" in found(sglang_line(target, draft))
     synchronous = sglang_line(target, draft, "--disable-overlap-schedule")
     assert "KNOWN_ISSUE_SPEC_V2_MULTIMODAL" not in found(synchronous)
+
+
+def test_a_quantized_target_with_zero_acceptance_in_the_log_is_the_root_cause(capsys, tmp_path):
+    """The incident's before.log (sglang 0.5.10, accept len 1.00) with an FP8 target and nothing
+    else found wrong: doctor hands the observed accept length to the deployment check."""
+    fp8 = {"quant_method": "fp8", "activation_scheme": "dynamic"}
+    target = sc.target(tmp_path / "target", quantization_config=fp8)
+    draft = sc.specforge_draft(tmp_path / "draft")
+    log = sc.ROOT / "data" / "incident" / "logs" / "before.log"
+    report = sc.doctor_json(
+        capsys, "--draft", str(draft), "--target-config", str(target), "--log", str(log),
+        "--launch", sglang_line(target, draft), "--engine", "sglang==0.5.10",
+    )  # fmt: skip
+    [cause] = [f for f in report["findings"] if f["root_cause"]]
+    assert cause["code"] == "QUANTIZED_TARGET" and cause["severity"] == "error"
+    assert "observed accept length 1.00: near zero" in cause["evidence"]
+
+
+def test_a_llama_draft_window_across_vllm_releases(capsys, tmp_path):
+    """Llama drafts: 0.10.0 reads no layer_types (models/llama.py:170-173), 0.10.1.1 reads them
+    at the target's layer index (llama.py:171-172), 0.10.2 at the draft's (llama.py:173-180)."""
+    target = sc.target(tmp_path / "target")
+    window = {"layer_types": ["sliding_attention"], "sliding_window": 2048}
+    draft = sc.speculators_draft(tmp_path / "draft", **window)
+
+    def found(release):
+        return sc.codes(sc.doctor_json(capsys, "--draft", str(draft), "--launch",
+                                       vllm_line(target, draft), "--engine", release))  # fmt: skip
+
+    assert "(ignored)" in found("vllm==0.10.0")["DRAFT_SLIDING_WINDOW_IGNORED"]["title"]
+    assert "(misindexed)" in found("vllm==0.10.1.1")["DRAFT_SLIDING_WINDOW_IGNORED"]["title"]
+    assert "DRAFT_SLIDING_WINDOW_IGNORED" not in found("vllm==0.10.2")

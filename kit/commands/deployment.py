@@ -74,4 +74,6 @@ def run(args: argparse.Namespace) -> int:
     print(render_text(report.findings, title=title))
     for rule, why in report.skipped.items():
         print(f"skipped {rule}: {why}")
+    for fact, value in report.facts.items():
+        print(f"{fact}: {value}")
     return gate(report.findings, args.fail_on)

@@ -270,7 +270,7 @@ def sliding_window(p: Pair) -> list[Finding]:
             severity=Severity.WARNING,
             title=f"the draft was trained with a {window}-token sliding window; this release "
             f"attends over the full context ({row.value})",
-            evidence=(f"draft {how}", f"served context {ctx} ({ctx_from})"),
+            evidence=(f"draft {how}", f"served context {ctx} ({ctx_from})" if ctx else how),
             fix="serve with a release that applies the draft's window, or set it on the launch "
             "line where the release has a flag for it (sglang --speculative-draft-window-size)",
             engine=str(p.release),
@@ -313,7 +313,7 @@ def dtype(p: Pair) -> list[Finding]:
             evidence=(
                 f"draft config dtype {draft_dtype}",
                 f"target config dtype {target_dtype}",
-                f"served --dtype {p.served.dtype if p.served else 'not given'}",
+                f"served --dtype {(p.served.dtype if p.served else None) or 'not given'}",
                 f"the draft runs in {runs}" + (f" ({rule.value}; {rule.source})" if rule else ""),
             ),
             fix="serve in bfloat16 (--dtype bfloat16), the dtype the draft was trained in",

@@ -32,6 +32,8 @@ def _int(value: Any) -> int | None:
 
 
 def read_sglang(s: Served) -> None:
+    """--speculative-algorithm and the three counts (the release's defaults where not given),
+    and the facts SGLang's known issues depend on (DP attention, spec v2, overlap, graphs)."""
     a = s.arguments
     algo = a.value("speculative_algorithm")
     if algo:
@@ -71,6 +73,8 @@ def read_sglang(s: Served) -> None:
 
 
 def read_vllm(s: Served) -> None:
+    """The speculative config from every spelling a release accepts, the model as positional
+    or --model, and the facts vLLM's known issues depend on (prefix caching, model runner V2)."""
     a = s.arguments
     spec = dict(a.value("speculative_config") or {}) if a.value("speculative_config") else {}
     origin = "--speculative-config"

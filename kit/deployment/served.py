@@ -117,6 +117,7 @@ def local_path(value: str | None) -> Path | None:
 
 
 def local_config(value: str | None) -> dict[str, Any] | None:
+    """The config.json of a local model folder (None for a hub id or an unreadable file)."""
     path = local_path(value)
     if path is None or not (path / "config.json").is_file():
         return None

@@ -46,7 +46,7 @@ class KnownIssue:
     code: str
     title: str
     fix: str
-    when: tuple[str, ...] = ()  # launch facts that must all hold (see kit.deployment.serving)
+    when: tuple[str, ...] = ()  # launch facts that must all hold (set in kit.deployment.lines)
 
 
 class DraftDtype(StrEnum):
