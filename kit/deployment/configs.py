@@ -17,7 +17,7 @@ from typing import Any
 
 from kit.config import DraftConfig, Rope, TargetConfig, read_rope
 from kit.deployment.served import Served
-from kit.engines import EngineRelease, pick
+from kit.engines import EngineRelease, Row, pick
 from kit.engines.serving import DraftDtype, Positions, SlidingWindow
 from kit.findings import Finding, Severity
 
@@ -45,10 +45,16 @@ class Pair:
         key = self.target.text_config_key
         return self.target.raw[key] if key else self.target.raw
 
-    @property
-    def rows(self) -> ModuleType | None:
-        """The release's serving rows (None without a release, or for an engine without them)."""
-        return _serving(self.release) if self.release else None
+    def row(self, table: str) -> Row[Any] | None:
+        """The row in force for the release in one of its engine's serving tables
+        (`kit/engines/<engine>/serving.py`); None without a release or such a table."""
+        module = _serving(self.release) if self.release else None
+        rows = getattr(module, table, None)
+        return pick(rows, self.release) if rows and self.release else None
+
+    def fact(self, name: str) -> Any:
+        """A constant of the engine's serving module (a flag or environment name)."""
+        return getattr(_serving(self.release), name, None) if self.release else None
 
     def cite(self) -> str | None:
         return str(self.release) if self.release else None
@@ -108,8 +114,9 @@ def _as_read(rope_cfg: Rope, p: Pair) -> tuple[Rope, str | None]:
         return rope_cfg, None
     from kit.engines import ENGINES
 
-    table = ENGINES[p.release.name].flags.table()
-    if table.reads_transformers5(p.release) is not False:
+    flags = getattr(ENGINES[p.release.name], "flags", None)
+    table = flags.table() if flags else None
+    if table is None or table.reads_transformers5(p.release) is not False:
         return rope_cfg, None
     pin = table.read_in(p.release)
     why = (
@@ -199,9 +206,8 @@ def context(p: Pair) -> list[Finding]:
         f"{draft_max} tokens its predictions are out of what it learned",
         "sgl-project/sglang issue #6783",
     )
-    rows = p.rows
-    if rows is not None and p.release is not None and p.release.name == "vllm":
-        raised = pick(rows.DRAFT_ROPE_RAISED, p.release)
+    raised, refused = p.row("DRAFT_ROPE_RAISED"), p.row("CONTEXT_REFUSED")
+    if raised is not None:
         if not raised.value:
             severity, source = Severity.ERROR, raised.source
             title = (
@@ -210,14 +216,13 @@ def context(p: Pair) -> list[Finding]:
             )
         else:
             evidence.append(f"the release raises the draft's RoPE cache to {ctx} ({raised.source})")
-    elif rows is not None and p.release is not None and p.served and p.served.context_flag:
-        refused = pick(rows.CONTEXT_REFUSED, p.release)
-        env = p.served.command.env.get(rows.CONTEXT_ENV)
-        if refused.value and env != "1":
+    elif refused is not None and p.served and p.served.context_flag:
+        env_name = p.fact("CONTEXT_ENV")
+        if refused.value and p.served.command.env.get(env_name) != "1":
             severity, source = Severity.ERROR, refused.source
             title = (
                 f"{p.served.context_flag} {ctx} is above the draft's {draft_max}: the server "
-                f"refuses to start unless {rows.CONTEXT_ENV}=1"
+                f"refuses to start unless {env_name}=1"
             )
     return [
         Finding(
@@ -248,20 +253,17 @@ def sliding_window(p: Pair) -> list[Finding]:
     """A draft trained with sliding-window attention, served with full attention (speculators
     PR #684: 2.30 at 2k context, 1.08 at 20k)."""
     window, how = _draft_window(p)
-    rows = p.rows
-    if window is None or rows is None or p.release is None:
+    qwen3 = "qwen3" in str(p.draft_layer.get("model_type", ""))
+    row = p.row("SLIDING_QWEN3" if qwen3 else "SLIDING_LLAMA") or p.row("SLIDING")
+    if window is None or row is None or p.release is None:
         return []
     ctx, ctx_from = _served_context(p)
     if ctx is not None and ctx <= window:
         return []
-    if p.release.name == "vllm":
-        qwen3 = "qwen3" in str(p.draft_layer.get("model_type", ""))
-        row = pick(rows.SLIDING_QWEN3 if qwen3 else rows.SLIDING_LLAMA, p.release)
-    else:
-        row = pick(rows.SLIDING, p.release)
-        flag_given = p.served and p.served.arguments.value(rows.SLIDING_FLAG) is not None
-        if row.value is SlidingWindow.FLAG_ONLY and flag_given:
-            return []
+    flag = p.fact("SLIDING_FLAG")
+    flag_given = bool(p.served and flag and p.served.arguments.value(flag) is not None)
+    if row.value is SlidingWindow.FLAG_ONLY and flag_given:
+        return []
     if row.value is SlidingWindow.HONOURED:
         return []
     return [
@@ -293,8 +295,7 @@ def dtype(p: Pair) -> list[Finding]:
     draft_dtype = p.draft.dtype and str(p.draft.dtype).replace("torch.", "")
     target_dtype = _dtype_of(p.target_text) or _dtype_of(p.target.raw)
     served = p.served.dtype if p.served and p.served.dtype not in (None, "auto") else None
-    rows = p.rows
-    rule = pick(rows.DRAFT_DTYPE, p.release) if rows and p.release else None
+    rule = p.row("DRAFT_DTYPE")
     if served:
         runs = served
     elif rule and rule.value is DraftDtype.TARGET:
@@ -358,10 +359,9 @@ def quantization(p: Pair) -> list[Finding]:
 def positions(p: Pair) -> list[Finding]:
     """A multimodal target with mrope: the draft must see the same positions (sglang PR #8801)."""
     target = read_rope(p.target_text)
-    rows = p.rows
-    if not target.mrope or rows is None or p.release is None:
+    row = p.row("POSITIONS")
+    if not target.mrope or row is None:
         return []
-    row = pick(rows.POSITIONS, p.release)
     draft_mrope = read_rope(p.draft_layer, p.draft_prefix).mrope
     reads_mrope = row.value is Positions.IF_TARGET_MROPE or (
         row.value is Positions.IF_DRAFT_MROPE and draft_mrope
