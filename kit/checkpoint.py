@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kit.errors import KitError
+from kit.undo_record import UNDO_SUFFIX, torn_files
 
 # safetensors dtype name -> bytes per element (the format spec's list).
 DTYPE_SIZES: dict[str, int] = {
@@ -45,7 +46,6 @@ FLOAT_DTYPES = {"F16", "BF16", "F32", "F64", "F8_E5M2", "F8_E4M3"}
 MAX_HEADER_BYTES = 100_000_000
 INDEX_NAME = "model.safetensors.index.json"
 # `fix --in-place` of a header-only rename leaves `<entry>.fix-undo.json` beside the checkpoint.
-UNDO_SUFFIX = ".fix-undo.json"
 PICKLE_NAMES = ("pytorch_model.bin", "model.pt", "model.bin")
 
 
@@ -121,8 +121,6 @@ def open_checkpoint(path: str | Path) -> Checkpoint:
 def _refuse_torn(ck: Checkpoint) -> None:
     """A header torn mid-patch may still parse, with key names that are half old, half new:
     an undo record beside the checkpoint tells it apart from either version."""
-    from kit.header_fix import torn_files
-
     torn = torn_files(ck.folder)
     if torn:
         raise KitError(

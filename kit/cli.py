@@ -23,6 +23,7 @@ COMMANDS = (
     "trace",
     "acceptance",
     "offline",
+    "deployment",
     "doctor",
     "run",
 )

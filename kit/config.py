@@ -360,3 +360,45 @@ def load_target_config(path: str | Path) -> TargetConfig:
     p = Path(path)
     p = p / "config.json" if p.is_dir() else p
     return parse_target_config(read_json(p), p)
+
+
+@dataclass(frozen=True)
+class Rope:
+    """RoPE as a config writes it, in either transformers spelling (4: `rope_theta` and
+    `rope_scaling`; 5: `rope_parameters`, per layer type for some models)."""
+
+    theta: float | None  # None: not written, the reader's default applies
+    theta_key: str | None
+    scaling: dict[str, Any] | None  # None: plain RoPE (mrope sections are not scaling)
+    scaling_key: str | None
+    mrope: bool  # multimodal RoPE: the config carries `mrope_section`
+    v5_only: bool  # only `rope_parameters`: a transformers 4 reader sees none of it
+
+
+_ROPE_BOOKKEEPING = {"rope_theta", "mrope_section", "mrope_interleaved", "type", "rope_type"}
+
+
+def read_rope(c: dict[str, Any], prefix: str = "") -> Rope:
+    """The RoPE settings of one (text / layer) config dict."""
+    theta, theta_key = _rope_theta(c, prefix)
+    scaling = scaling_key = None
+    mrope = False
+    for key in ("rope_scaling", "rope_parameters"):
+        rp = c.get(key)
+        if isinstance(rp, dict) and isinstance(rp.get("full_attention"), dict):
+            rp = rp["full_attention"]
+        if not isinstance(rp, dict):
+            continue
+        mrope = mrope or "mrope_section" in rp
+        kind = rp.get("rope_type", rp.get("type"))
+        rest = {k: v for k, v in rp.items() if k not in _ROPE_BOOKKEEPING}
+        if scaling is None and (rest or kind not in (None, "default", "mrope")):
+            scaling, scaling_key = {"rope_type": kind, **rest}, f"{prefix}{key}"
+    return Rope(
+        theta=theta if theta_key else None,
+        theta_key=theta_key,
+        scaling=scaling,
+        scaling_key=scaling_key,
+        mrope=mrope,
+        v5_only="rope_parameters" in c and "rope_theta" not in c and "rope_scaling" not in c,
+    )

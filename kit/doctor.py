@@ -15,13 +15,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kit.engines import EngineRelease
 from kit.engines.vocab import Outcome
 from kit.findings import Finding, ranked
 
+if TYPE_CHECKING:
+    from kit.deployment import Served
+
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
+DEFAULT_ENGINE = "sglang==0.5.10"
 
 
 @dataclass
@@ -65,7 +69,7 @@ def diagnose(
     *,
     target_config: str | Path | None = None,
     draft_config: str | Path | None = None,
-    engine: str = "sglang==0.5.10",
+    engine: str | None = None,
     logs: Sequence[str | Path] = (),
     baseline_log: str | Path | None = None,
     target_class: str | None = None,
@@ -74,20 +78,27 @@ def diagnose(
     expected_accept_len: float | None = None,
     target: str | Path | None = None,
     num_prompts: int | None = None,
+    launch: str | Path | None = None,
+    train_tokenizer: str | Path | None = None,
 ) -> Diagnosis:
     """Run every check the inputs allow. `draft_config` (default: the draft's) is what is traced;
     a transformers `target` adds offline acceptance, whose healthy figure becomes the expected
-    accept length the logs are judged against (unless `expected_accept_len` is given)."""
+    accept length the logs are judged against (unless `expected_accept_len` is given). A
+    `launch` line adds the deployment check and, without `engine`, names the release."""
     from kit.engines import parse_engine, release_findings
 
-    release = parse_engine(engine)
+    served = None
+    if launch is not None:
+        from kit.deployment.lines import read_served
+
+        served = read_served(launch, engine)
+    release = served.release if served else parse_engine(engine or DEFAULT_ENGINE)
     report = Diagnosis(str(release))
     if assumed := release_findings(release):
         report.checks["release"] = assumed
     draft = Path(draft) if draft is not None else None
-    runs = _parse_logs(logs, engine, num_draft_tokens) if logs else []
-    served = any(r.window_count for r in runs)
-    _load(report, draft, release, served)
+    runs = _parse_logs(logs, report.engine, num_draft_tokens) if logs else []
+    _load(report, draft, release, server_ran=any(r.window_count for r in runs))
     _capture(report, draft_config or draft, target_config, release, target_class, aux_capture)
     if target is not None and draft is not None and has_weights(draft):
         healthy, deployed = offline(draft, target, release, aux_capture, num_prompts)
@@ -100,7 +111,13 @@ def diagnose(
             expected_accept_len = healthy.accept_len
     else:
         report.skipped["offline"] = "needs a draft checkpoint and --target"
-    _acceptance(report, runs, baseline_log, engine, num_draft_tokens, expected_accept_len)
+    _acceptance(report, runs, baseline_log, num_draft_tokens, expected_accept_len)
+    traced = draft_config or draft
+    if served is not None or (target_config is not None and traced is not None):
+        observed = [r.accept_len.mean for r in runs if r.accept_len.mean is not None]
+        deployment(report, served, traced, target_config, train_tokenizer, observed)
+    else:
+        report.skipped["deployment"] = "no launch line, or no target config and draft given"
     return report
 
 
@@ -110,7 +127,7 @@ def _parse_logs(logs: Sequence[str | Path], engine: str, num_draft_tokens: int |
     return parse_files([Path(p) for p in logs], engine=engine, num_draft_tokens=num_draft_tokens)
 
 
-def _load(report: Diagnosis, draft: Path | None, release: EngineRelease, served: bool) -> None:
+def _load(report: Diagnosis, draft: Path | None, release: EngineRelease, server_ran: bool) -> None:
     """Inspection and the load replay; with proof the server ran, a refused config is
     reconciled (the config given is not the one served)."""
     if draft is None or not has_weights(draft):
@@ -127,7 +144,7 @@ def _load(report: Diagnosis, draft: Path | None, release: EngineRelease, served:
     report.checks["inspection"] = list(inspection.findings)
     report.facts["format"] = inspection.format.name
     load = simulate_load(open_checkpoint(draft), load_draft_config(draft), release)
-    report.checks["load"] = served_findings(load) if served else list(load.findings)
+    report.checks["load"] = served_findings(load) if server_ran else list(load.findings)
     report.facts["keys dropped silently"] = len(load.as_served.with_outcome(Outcome.DROPPED))
 
 
@@ -146,14 +163,13 @@ def _capture(
         return
     from kit.capture import simulate_capture
     from kit.config import load_draft_config, load_target_config
-    from kit.inspection import check_pair
 
     target_cfg = load_target_config(target_config)
     traced_cfg = load_draft_config(traced)
     capture = simulate_capture(
         target_cfg, traced_cfg, release, target_class=target_class, aux_capture=aux_capture
     )
-    report.checks["capture"] = list(capture.findings) + check_pair(target_cfg, traced_cfg)
+    report.checks["capture"] = list(capture.findings)
     report.facts.update(hidden_width=capture.hidden_width, fc_applied=capture.fc_applied)
 
 
@@ -161,7 +177,6 @@ def _acceptance(
     report: Diagnosis,
     runs: list,
     baseline_log: str | Path | None,
-    engine: str,
     num_draft_tokens: int | None,
     expected: float | None,
 ) -> None:
@@ -172,9 +187,36 @@ def _acceptance(
 
     baseline = None
     if baseline_log is not None:
-        baseline = _parse_logs([baseline_log], engine, num_draft_tokens)[0]
+        baseline = _parse_logs([baseline_log], report.engine, num_draft_tokens)[0]
     analysis = analyze(runs, baseline=baseline, expected_accept_len=expected)
     report.checks["acceptance"] = list(analysis.findings)
+
+
+def deployment(
+    report: Diagnosis,
+    served: Served | None,
+    draft: str | Path | None,
+    target_config: str | Path | None,
+    train_tokenizer: str | Path | None,
+    observed_accept_lens: Sequence[float],
+) -> None:
+    """The deployment check; an observed near-zero accept length is handed over only when no
+    other check already explains it (a quantized target is then a root cause)."""
+    from kit.deployment import check
+
+    explained = any(f.root_cause for found in report.checks.values() for f in found)
+    accept_len = min(observed_accept_lens) if observed_accept_lens and not explained else None
+    result = check(
+        served,
+        draft=draft,
+        target_config=target_config,
+        engine=report.engine,
+        train_tokenizer=train_tokenizer,
+        accept_len=accept_len,
+    )
+    report.checks["deployment"] = list(result.findings)
+    if served is not None:
+        report.facts["launch judged as"] = str(served.release)
 
 
 def offline(

@@ -466,22 +466,8 @@ def _absolute_ids_evidence(d2t, marked, vocab: int, offsets_overflow: bool) -> s
 
 
 def check_pair(target: TargetConfig, draft: DraftConfig) -> list[Finding]:
-    """A draft is trained on one target's token ids: a target with another vocabulary size is a
-    sign of another tokenizer (or of another padding of the same one, which is harmless)."""
-    if target.vocab_size == draft.vocab_size:
-        return []
-    return [
-        Finding(
-            "VOCAB_MISMATCH",
-            Severity.WARNING,
-            f"the draft's config names a {draft.vocab_size}-token vocabulary, the target "
-            f"{target.vocab_size}",
-            (
-                f"draft vocab_size {draft.vocab_size} ({draft.path or 'draft config'})",
-                f"target vocab_size {target.vocab_size} ({target.path or 'target config'})",
-                "ids the draft proposes mean the tokens of the tokenizer it was trained with",
-            ),
-            fix="serve the draft with the target it was trained on; a vocabulary padded "
-            "differently for the same tokenizer is harmless",
-        )
-    ]
+    """The target-vs-draft checks live in the deployment check (`kit.deployment.configs`);
+    this name stays for the callers that compare a pair without a launch line."""
+    from kit.deployment.configs import Pair, vocabulary
+
+    return vocabulary(Pair(draft, target))

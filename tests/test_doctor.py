@@ -55,6 +55,7 @@ def test_checks_without_their_input_are_listed_as_skipped(sample_dir):
         "capture": "no target config given",
         "offline": "needs a draft checkpoint and --target",
         "acceptance": "no server log given",
+        "deployment": "no launch line, or no target config and draft given",
     }
 
 

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Iterable
 from pathlib import Path
 
+from kit.doctor import DEFAULT_ENGINE
 from kit.findings import Finding, Severity
 
 
@@ -62,7 +63,11 @@ def add_deployment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", type=Path, help="transformers target folder (offline acceptance)")
     p.add_argument("--target-config", type=Path, help="target config.json (aux-capture trace)")
     p.add_argument("--draft-config", type=Path, help="draft config to trace (default: the draft's)")
-    p.add_argument("--engine", default="sglang==0.5.10", help="engine release, e.g. vllm==0.11.0")
+    p.add_argument(
+        "--engine",
+        help=f"engine release, e.g. vllm==0.11.0 (default: the --launch line's, else "
+        f"{DEFAULT_ENGINE})",
+    )
     p.add_argument("--log", dest="logs", type=Path, nargs="+", default=[], help="server logs")
     p.add_argument("--target-class", help="model class serving the target")
     p.add_argument(

@@ -6,12 +6,14 @@ import argparse
 from pathlib import Path
 
 from kit.commands._common import add_deployment_arguments, add_fail_on, gate
+from kit.commands.deployment import add_launch_arguments
 
 HELP = "Run every check on a draft (keys, load, aux capture, logs) and rank the findings."
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_deployment_arguments(p)
+    add_launch_arguments(p)
     p.add_argument("--expected-accept-len", type=float, help="offline expected accept length")
     p.add_argument("--baseline-log", type=Path, help="server log of a run without speculation")
     add_fail_on(p)
@@ -39,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
         expected_accept_len=args.expected_accept_len,
         target=args.target,
         num_prompts=args.num_prompts,
+        launch=args.launch,
+        train_tokenizer=args.train_tokenizer,
     )
     if args.json:
         print(dumps(report.to_dict()))

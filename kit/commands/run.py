@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from kit.commands._common import (
+    DEFAULT_ENGINE,
     add_deployment_arguments,
     add_fail_on,
     gate,
@@ -43,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from kit.runbook import RunInputs
     from kit.runbook import run as run_notebooks
 
+    args.engine = args.engine or DEFAULT_ENGINE
     parse_engine(args.engine)  # a release outside the modelled range fails here, not in 5 kernels
     inputs = RunInputs(
         draft=args.draft,

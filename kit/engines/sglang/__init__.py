@@ -11,7 +11,7 @@ the file and line inside the wheel's `sglang/srt/` for the release it names.
 
 from __future__ import annotations
 
-from kit.engines.sglang import acceptance, capture, config, forward, load, params
+from kit.engines.sglang import acceptance, capture, config, flags, forward, load, params
 from kit.engines.sglang.capture import capture as capture_aux
 from kit.engines.sglang.config import (
     CONFIG_FIX,
@@ -55,6 +55,7 @@ __all__ = [
     "d2t_source",
     "engine_params",
     "era",
+    "flags",
     "forward",
     "from_target",
     "honours",

@@ -11,7 +11,7 @@ the file inside the wheel (`vllm/…`) for the release it names.
 
 from __future__ import annotations
 
-from kit.engines.vllm import acceptance, capture, config, forward, load, params
+from kit.engines.vllm import acceptance, capture, config, flags, forward, load, params
 from kit.engines.vllm.capture import capture as capture_aux
 from kit.engines.vllm.config import (
     CONFIG_FIX,
@@ -51,6 +51,7 @@ __all__ = [
     "d2t_source",
     "engine_params",
     "era",
+    "flags",
     "forward",
     "from_target",
     "honours",

@@ -1,0 +1,200 @@
+"""The deployment check: the launch command, the configs and the tokenizers as evidence.
+
+Most low-acceptance causes are not in a draft's keys or in the aux capture but in how the server
+was launched and in what the draft and target configs disagree on. `check()` reads whatever it is
+given (a launch line, a draft, a target config, tokenizers) and applies every rule the inputs
+allow; the rules that need no launch line (RoPE, dtype, quantization, vocabulary, context) run on
+the two configs alone.
+
+    check(launch="vllm serve …", engine="vllm==0.11.0")  ->  DeploymentReport
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from kit.config import DraftConfig, TargetConfig, load_draft_config, load_target_config
+from kit.deployment.configs import Pair, config_findings
+from kit.deployment.draftkind import DraftKind, Kind, draft_kind
+from kit.deployment.lines import read_served
+from kit.deployment.served import Served, local_path
+from kit.deployment.serving import algorithm, chain, known_issues, launch_findings
+from kit.engines import EngineRelease, parse_engine
+from kit.engines.serving import Method
+from kit.errors import KitError
+from kit.findings import Finding, Severity, ranked
+
+__all__ = ["NEAR_ZERO_ACCEPT_LEN", "DeploymentReport", "Served", "check"]
+
+# An accept length at or below this is "near-zero acceptance" (1.00: no draft accepted).
+NEAR_ZERO_ACCEPT_LEN = 1.1
+
+
+@dataclass
+class DeploymentReport:
+    """The findings, what the launch line asks for, and the rules that could not run (why)."""
+
+    findings: list[Finding]
+    served: Served | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def root_causes(self) -> list[Finding]:
+        return [f for f in self.findings if f.root_cause]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "launch": self.served.to_dict() if self.served else None,
+            "facts": self.facts,
+            "skipped": self.skipped,
+            "findings": [f.to_dict() for f in ranked(self.findings)],
+        }
+
+
+def check(
+    launch: str | Path | Served | None = None,
+    *,
+    draft: str | Path | None = None,
+    target_config: str | Path | None = None,
+    engine: str | None = None,
+    train_tokenizer: str | Path | None = None,
+    served_tokenizer: str | Path | None = None,
+    accept_len: float | None = None,
+) -> DeploymentReport:
+    """Every deployment rule the inputs allow. `engine` is `ENGINE==X` (or a bare engine name
+    with a launch line: the release is then assumed, and said so); draft and target paths named
+    in the launch line are used when they exist here. `accept_len` (observed, e.g. from the
+    server log) makes a quantized target a root cause when acceptance is near zero."""
+    served = launch if isinstance(launch, Served) or launch is None else read_served(launch, engine)
+    release = served.release if served else _release(engine)
+    draft_dir = Path(draft) if draft else _local_model(served.draft if served else None)
+    target_dir = Path(target_config) if target_config else None
+    if target_dir is None and served:
+        target_dir = _local_model(served.target)
+    draft_cfg = load_draft_config(draft_dir) if draft_dir else None
+    target_cfg = load_target_config(target_dir) if target_dir else None
+    report = DeploymentReport([], served, _facts(draft_dir, target_dir, release))
+    if served:
+        report.findings += launch_findings(served)
+    if draft_cfg and target_cfg:
+        report.findings += config_findings(Pair(draft_cfg, target_cfg, release, served))
+    else:
+        report.skipped["configs"] = "needs a draft config and a target config (given, or local "
+        report.skipped["configs"] += "paths in the launch line)"
+    if served and served.release.name in ("sglang", "vllm"):
+        report.findings += _serving_findings(served, draft_cfg, target_cfg, draft_dir)
+    elif not served:
+        report.skipped["launch"] = "no launch line given"
+    report.findings += _tokenizer_findings(
+        served, draft_cfg, draft_dir, target_dir, train_tokenizer, served_tokenizer, report
+    )
+    report.findings = _with_acceptance(report.findings, accept_len)
+    return report
+
+
+def _release(engine: str | None) -> EngineRelease | None:
+    return parse_engine(engine) if engine and "==" in engine else None
+
+
+def _local_model(value: str | None) -> Path | None:
+    path = local_path(value)
+    return path if path and (path.is_file() or (path / "config.json").is_file()) else None
+
+
+def _facts(
+    draft: Path | None, target: Path | None, release: EngineRelease | None
+) -> dict[str, Any]:
+    return {
+        "engine": str(release) if release else None,
+        "draft": str(draft) if draft else None,
+        "target_config": str(target) if target else None,
+    }
+
+
+def _serving_findings(
+    served: Served, draft: DraftConfig | None, target: TargetConfig | None, draft_dir: Path | None
+) -> list[Finding]:
+    kind = draft_kind(draft, draft_dir) if draft else Kind(DraftKind.UNKNOWN, "no draft config")
+    multimodal = bool(target and (target.text_config_key or "vision_config" in target.raw))
+    out = [*algorithm(served, kind), *chain(served, draft), *known_issues(served, multimodal)]
+    if draft and target and kind.kind is DraftKind.EAGLE3 and served.method is Method.EAGLE3:
+        from kit.capture import simulate_capture  # can this release capture for this target?
+
+        out += simulate_capture(target, draft, served.release).findings
+    return out
+
+
+def _tokenizer_findings(
+    served: Served | None,
+    draft: DraftConfig | None,
+    draft_dir: Path | None,
+    target_dir: Path | None,
+    train: str | Path | None,
+    served_tok: str | Path | None,
+    report: DeploymentReport,
+) -> list[Finding]:
+    """The chat-template rule (with a trainer tokenizer) and the unreachable-tokens rule (with a
+    draft whose smaller vocabulary has a d2t); a tokenizer is loaded only when one of them runs."""
+    from kit.deployment.tokens import (
+        has_tokenizer,
+        load_template,
+        template_findings,
+        unreachable_findings,
+    )
+
+    reduced = bool(draft and draft.draft_vocab_size and draft.draft_vocab_size < draft.vocab_size)
+    has_d2t = reduced and draft_dir is not None and any(draft_dir.glob("*.safetensors"))
+    if train is None:
+        report.skipped["chat template"] = "no --train-tokenizer given"
+    if train is None and not has_d2t:
+        return []
+    folder = _served_tokenizer(served, target_dir, served_tok)
+    if folder is None:
+        report.skipped["tokenizer"] = "no served tokenizer (give --tokenizer or a local target)"
+        return []
+    served_t = load_template(folder, served.chat_template if served else None)
+    report.facts["served_tokenizer"] = served_t.source
+    out = []
+    if train is not None:
+        if not has_tokenizer(Path(train)):
+            raise KitError("no tokenizer files (tokenizer.json, tokenizer_config.json)", train)
+        out += template_findings(load_template(Path(train)), served_t)
+    if has_d2t and draft and draft_dir:
+        out += unreachable_findings(served_t, draft, draft_dir)
+    return out
+
+
+def _served_tokenizer(
+    served: Served | None, target_dir: Path | None, given: str | Path | None
+) -> Path | None:
+    from kit.deployment.tokens import has_tokenizer
+
+    candidates = [Path(given)] if given else []
+    if served:
+        candidates += [p for p in (local_path(served.tokenizer), local_path(served.target)) if p]
+    if target_dir:
+        candidates.append(target_dir if target_dir.is_dir() else target_dir.parent)
+    return next((c for c in candidates if has_tokenizer(c)), None)
+
+
+def _with_acceptance(findings: list[Finding], accept_len: float | None) -> list[Finding]:
+    """A quantized target is a root cause only when acceptance is near zero and nothing else
+    found here explains it."""
+    if accept_len is None or accept_len > NEAR_ZERO_ACCEPT_LEN:
+        return findings
+    if any(f.root_cause for f in findings):
+        return findings
+    return [
+        replace(
+            f,
+            severity=Severity.ERROR,
+            root_cause=True,
+            evidence=(*f.evidence, f"observed accept length {accept_len:.2f}: near zero"),
+        )
+        if f.code == "QUANTIZED_TARGET"
+        else f
+        for f in findings
+    ]
