@@ -15,7 +15,7 @@ from typing import TextIO
 
 from prometheus_client.parser import text_fd_to_metric_families
 
-from kit.acceptance.model import Run, Window
+from kit.acceptance.model import Kind, Run, Window
 from kit.errors import KitError
 
 
@@ -68,7 +68,7 @@ def _sglang(g: dict[str, float], run: Run) -> None:
             accept_rate=g.get("sglang:spec_accept_rate"),
             throughput=g.get("sglang:gen_throughput"),
             running=int(g["sglang:num_running_reqs"]) if "sglang:num_running_reqs" in g else None,
-            kind="prometheus",
+            kind=Kind.PROMETHEUS,
         )
     )
 
@@ -89,6 +89,6 @@ def _vllm(c: dict[str, float], per_pos: dict[int, float], run: Run) -> None:
             per_position=tuple(per_pos[i] / drafts for i in sorted(per_pos)) if drafts else None,
             accepted=int(accepted),
             drafted=int(draft_tokens),
-            kind="prometheus",
+            kind=Kind.COUNTERS,
         )
     )

@@ -1,5 +1,6 @@
-"""The decode-line fast path (kit.acceptance.shapes) reads a log exactly as the full parse does:
-same windows, statistics, formats, examples and unparsed lines."""
+"""The fast path for known line shapes (kit.acceptance.columns, kit.acceptance.logfile) reads a log
+exactly as the field-by-field reader does: same windows, statistics, formats, examples and
+unparsed lines."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import random
 
 import pytest
 
-from kit.acceptance import model, parse_files, shapes
+from kit.acceptance import columns, logfile, model, parse_files
 from kit.acceptance.model import Run
 
 PREFIXES = ["[2026-01-05 08:{m:02d}:{s:02d}] ", "[2026-01-05 08:{m:02d}:{s:02d}.{ms:03d} DP1 TP3] "]
@@ -60,7 +61,7 @@ def mixed_log(rng: random.Random, lines: int) -> str:
 
 def snapshot(run: Run) -> dict:
     stats = {
-        name: (s.count, s.min, s.max, s.p50, dict(s.hist), pytest.approx(s.mean))
+        name: (s.count, s.min, s.max, s.p50, dict(s.hist or {}), pytest.approx(s.mean))
         for name in ("accept_len", "accept_rate", "throughput")
         for s in [getattr(run, name)]
     }
@@ -72,6 +73,7 @@ def snapshot(run: Run) -> dict:
         "stats": stats,
         "unparsed": (run.unparsed_lines, run.unparsed_reasons, run.unparsed_examples),
         "other_lines": run.other_lines,
+        "counts": (run.spec_windows, run.floor_windows, dict(run.scopes)),
         "example_lines": run.example_lines,
         "engine": (run.engine, run.release_range and str(run.release_range), run.conflicts),
     }
@@ -79,13 +81,14 @@ def snapshot(run: Run) -> dict:
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_fast_path_reads_like_the_full_parse(tmp_path, monkeypatch, seed):
-    """Small series and batches, so thinning and batch folds happen many times over."""
+    """Small series and chunks, so thinning and chunk edges happen many times over."""
     monkeypatch.setattr(model, "MAX_WINDOWS", 64)
-    monkeypatch.setattr(shapes, "BATCH", 100)
+    monkeypatch.setattr(logfile, "FIRST_CHUNK", 2000)
+    monkeypatch.setattr(logfile, "CHUNK", 20_000)
     p = tmp_path / "server.log"
     p.write_text(mixed_log(random.Random(seed), 6000))
     (fast,) = parse_files([p])
-    monkeypatch.setattr(shapes, "MAX_SHAPES", 0)  # every line through the full parse
+    monkeypatch.setattr(columns, "MAX_PATTERNS", 0)  # every line field by field
     (full,) = parse_files([p])
     assert fast.window_count > 5000 and fast.stride > 1 and fast.unparsed_lines > 100
     assert snapshot(fast) == snapshot(full)
