@@ -19,6 +19,7 @@ COMMANDS = (
     "fix",
     "trace",
     "acceptance",
+    "probe",
     "offline",
     "doctor",
     "run",

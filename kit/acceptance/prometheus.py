@@ -11,6 +11,8 @@ vllm-eagle3.md §5), from which accept len, rate and per-position rates follow; 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from prometheus_client.parser import text_fd_to_metric_families
@@ -30,32 +32,60 @@ def _base(name: str) -> str:
     return name
 
 
-def read(f: TextIO, run: Run) -> None:
-    """Fold one scrape into `run` (one window); a malformed exposition is a `KitError`."""
-    first: dict[str, float] = {}
-    sums: dict[str, float] = defaultdict(float)
-    per_pos: dict[int, float] = defaultdict(float)
+PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
+
+
+@dataclass
+class Scrape:
+    """One exposition: each metric's first sample (gauges), the sum over label sets (counters
+    of several engines), and vLLM's accepted tokens per draft position."""
+
+    first: dict[str, float] = field(default_factory=dict)
+    sums: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    per_pos: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+
+    @property
+    def engine(self) -> str | None:
+        if "sglang:spec_accept_length" in self.first:
+            return "sglang"
+        if "vllm:spec_decode_num_drafts" in self.sums or "vllm:spec_decode_num_draft_tokens" in (
+            self.sums
+        ):
+            return "vllm"
+        return None
+
+
+def parse(lines: Iterable[str] | TextIO, where: str) -> Scrape:
+    """Parse Prometheus text; a malformed exposition is a `KitError` naming `where`."""
+    scrape = Scrape()
     try:
-        for family in text_fd_to_metric_families(f):
+        for family in text_fd_to_metric_families(lines):
             for s in family.samples:
                 if s.name.endswith("_created"):
                     continue
                 name = _base(s.name)
-                first.setdefault(name, s.value)
-                sums[name] += s.value
-                if name == "vllm:spec_decode_num_accepted_tokens_per_pos":
-                    per_pos[int(s.labels.get("position", 0))] += s.value
-    except (ValueError, TypeError) as e:
-        raise KitError(f"not valid Prometheus text exposition: {e}", run.source) from None
-    if "sglang:spec_accept_length" in first:
-        _sglang(first, run)
-    elif "vllm:spec_decode_num_drafts" in sums or "vllm:spec_decode_num_draft_tokens" in sums:
-        _vllm(sums, per_pos, run)
+                scrape.first.setdefault(name, s.value)
+                scrape.sums[name] += s.value
+                if name == PER_POS:
+                    scrape.per_pos[int(s.labels.get("position", 0))] += s.value
+    except (ValueError, TypeError, KeyError) as e:
+        raise KitError(f"not valid Prometheus text exposition: {e}", where) from None
+    return scrape
+
+
+def read(f: TextIO, run: Run) -> None:
+    """Fold one scrape into `run` (one window); a malformed exposition is a `KitError`."""
+    scrape = parse(f, run.source)
+    if scrape.engine == "sglang":
+        sglang_window(scrape.first, run)
+    elif scrape.engine == "vllm":
+        _vllm(scrape.sums, scrape.per_pos, run)
     else:
         run.notes.append("no speculative-decoding metric in this exposition")
 
 
-def _sglang(g: dict[str, float], run: Run) -> None:
+def sglang_window(g: dict[str, float], run: Run) -> None:
+    """Fold SGLang's gauges (set at the last decode log line) into `run` as one window."""
     run.engine_name = "sglang"
     if "sglang:spec_num_steps" in g:
         run.num_steps = run.num_steps or int(g["sglang:spec_num_steps"])
@@ -73,22 +103,29 @@ def _sglang(g: dict[str, float], run: Run) -> None:
     )
 
 
+def counters_window(c: dict[str, float], per_pos: dict[int, float], kind: Kind) -> Window:
+    """vLLM's acceptance from its counters (totals, or their increases over an interval):
+    accept len 1 + accepted / drafts, rate accepted / draft tokens, position i accepted at i /
+    drafts (`kit.engines.vllm.acceptance.INTERVAL_FROM_COUNTERS`)."""
+    drafts = c.get("vllm:spec_decode_num_drafts", 0.0)
+    draft_tokens = c.get("vllm:spec_decode_num_draft_tokens", 0.0)
+    accepted = c.get("vllm:spec_decode_num_accepted_tokens", 0.0)
+    return Window(
+        accept_len=1 + accepted / drafts if drafts else None,
+        accept_rate=accepted / draft_tokens if draft_tokens else None,
+        per_position=tuple(per_pos[i] / drafts for i in sorted(per_pos)) if drafts else None,
+        accepted=int(accepted) if draft_tokens else None,
+        drafted=int(draft_tokens) if draft_tokens else None,
+        kind=kind,
+    )
+
+
 def _vllm(c: dict[str, float], per_pos: dict[int, float], run: Run) -> None:
     run.engine_name = "vllm"
     drafts = c.get("vllm:spec_decode_num_drafts", 0.0)
     draft_tokens = c.get("vllm:spec_decode_num_draft_tokens", 0.0)
-    accepted = c.get("vllm:spec_decode_num_accepted_tokens", 0.0)
     if drafts:
         run.num_steps = run.num_steps or round(draft_tokens / drafts)
     v0 = "vllm:spec_decode_efficiency" in c  # V0 gauges (≤0.9.x): no per-draft counts
     run.formats[("vllm", "prometheus-v0" if v0 else "prometheus-v1")] += 1
-    run.add(
-        Window(
-            accept_len=1 + accepted / drafts if drafts else None,
-            accept_rate=accepted / draft_tokens if draft_tokens else None,
-            per_position=tuple(per_pos[i] / drafts for i in sorted(per_pos)) if drafts else None,
-            accepted=int(accepted),
-            drafted=int(draft_tokens),
-            kind=Kind.COUNTERS,
-        )
-    )
+    run.add(counters_window(c, per_pos, Kind.COUNTERS))
