@@ -149,8 +149,8 @@ class LineReader:
         elif stripped.startswith(vllm_log.ExampleBlock.STARTS):
             self.block = vllm_log.ExampleBlock(n)
             self.block.feed(line)
-        elif not stripped:
-            return
+        elif not stripped or set(stripped) <= {"-", "="}:
+            return  # blank, or a separator line around result blocks
         elif "\x00" in line or "\ufffd" in line:
             run.unparsed("binary", line, n)
         elif fields.mentions_acceptance(line):

@@ -13,7 +13,13 @@ from kit.engines.lmdeploy.acceptance import SPEC_LOG as LMDEPLOY_LOG
 from kit.engines.sglang.acceptance import ACCEPT_LEN_SOURCE
 from kit.engines.tensorrt_llm.acceptance import ITERATION_STATS
 from kit.engines.vllm.acceptance import ACCEPT_LEN_SOURCE as VLLM_ACCEPT_LEN_SOURCE
-from kit.engines.vllm.acceptance import V0_ACCEPT_LEN, V0_RATE, V1_RATE
+from kit.engines.vllm.acceptance import (
+    EXAMPLE_OUTPUT,
+    PER_REQUEST,
+    V0_ACCEPT_LEN,
+    V0_RATE,
+    V1_RATE,
+)
 
 FLOOR = 1.0  # accept len with zero acceptance: only the target's own token per step
 EAGLE3_TREE_ACCEPT_LEN = 6.5
@@ -60,8 +66,10 @@ def _rate(run: Run) -> dict[str, Any]:
             "accept_len_formula": V0_ACCEPT_LEN.value,
             "accept_len_source": V0_ACCEPT_LEN.source,
         }
+    vllm_source = {"example": EXAMPLE_OUTPUT.source, "request": PER_REQUEST.source}
+    vllm_sources = sorted({vllm_source.get(f, VLLM_ACCEPT_LEN_SOURCE) for f in families})
     counted = {
-        "vllm": (V1_RATE, VLLM_ACCEPT_LEN_SOURCE),
+        "vllm": (V1_RATE, "; ".join(vllm_sources) or VLLM_ACCEPT_LEN_SOURCE),
         "lmdeploy": (LMDEPLOY_RATE, LMDEPLOY_LOG.source),
         "tensorrt_llm": (COUNTED_RATE, ITERATION_STATS.source),
         "llama.cpp": (COUNTED_RATE, LLAMA_SOURCE),

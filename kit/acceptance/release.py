@@ -173,20 +173,18 @@ def sglang_formula(run: Run, given: EngineRelease | None) -> None:
         run.conflicts.append("the logged accept rates fit no known SGLang formula")
         return
     run.readings = [_reading(r, ns) for r, ns in fitting]
-    row, ns = fitting[0]
-    run.formula = row
-    if len(ns) == 1:
-        _set_denominator(run, row.value, ns[0])
-    if len(fitting) == 1:
-        run.release_range = _intersect(run.release_range, row.versions)
-        run.format_sources.append(row.source)
-    else:
-        run.formula = None  # the text does not say which: every fitting reading is reported
-        run.rate_denominator = None
+    if len(fitting) > 1:  # the text does not say which: every fitting reading is reported
         run.notes.append(
             "the printed rates fit several releases' formulas; possible readings: "
             + "; ".join(f"{r.versions}: {r.value.expr}" for r, _ in fitting)
         )
+        return
+    row, ns = fitting[0]
+    run.formula = row
+    if len(ns) == 1:
+        _set_denominator(run, row.value, ns[0])
+    run.release_range = _intersect(run.release_range, row.versions)
+    run.format_sources.append(row.source)
 
 
 def _reading(row: Row, ns: list[int]) -> dict:
