@@ -25,6 +25,28 @@ OTHERS = [
     "[2026-01-05 08:00:00] avg_spec_accept_length=2.3456",
     "some words without a prefix",
     "",
+    "[DP0 TP0] Decode batch, accept len: 1.00, accept rate: 0.20, cuda graph: True",  # trimmed
+]
+# Lines one character off a learned shape: each must be read as the field reader reads it.
+ODD = [
+    "[2026-01-05 08:00:00] Decode batch, #running-req: 3, #token: , token usage: 0.01, "
+    + FIGURES
+    + TAIL,  # an empty count the field reader does not read
+    "[2026-01-05 08:00:00] Decode batch, #running-req: 3, #token: 123456789012, token usage: 0.01, "
+    + FIGURES
+    + TAIL,  # wider than one 8-byte word
+    "[2026-01-05 08:00:00] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
+    "accept len: 12.345, accept rate: 0.10, " + TAIL,  # three decimals
+    "[2026-01-05 08:00:00] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
+    "accept len: 1234567.00, accept rate: 0.10, " + TAIL,  # too wide to read in one word
+    "[2026-01-05 08:00:00] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
+    "accept len: 2.00, accept rate: 0.40, " + TAIL + "\r",  # a Windows line end
+    "[2026-01-05 08:00:00] Decode batch, #running-req: x, #token: 9, token usage: 0.01, "
+    + FIGURES
+    + TAIL,  # not a number where the running requests go
+    "[2026-01-05 08:0x:00] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
+    + FIGURES
+    + TAIL,  # a letter among the timestamp's digits: no time, same figures
 ]
 
 
@@ -54,6 +76,8 @@ def mixed_log(rng: random.Random, lines: int) -> str:
             out.append(decode_line(rng, i)[: rng.randrange(20, 120)])  # cut off: unparsed
         elif r < 0.06:
             out.append(rng.choice(OTHERS))
+        elif r < 0.07:
+            out.append(rng.choice(ODD).format(al=2.5, ar=0.5, graph="cuda", tp=80.0, q=1))
         else:
             out.append(decode_line(rng, i))
     return "\n".join(out) + "\n"
@@ -107,3 +131,20 @@ def test_first_floor_line_is_the_example(tmp_path):
     (run,) = parse_files([p])
     assert run.example_lines["floor"].startswith("line 6: ")
     assert run.accept_len.count == 10 and run.accept_len.hist == {2.0: 5, 1.0: 5}
+
+
+def test_the_fast_path_takes_the_lines_of_a_known_shape(tmp_path, monkeypatch):
+    """Not a vacuous comparison: after the first chunk, lines of a learned shape never reach the
+    field reader (only new shapes, cut-off and odd lines do)."""
+    monkeypatch.setattr(logfile, "FIRST_CHUNK", 2000)
+    monkeypatch.setattr(logfile, "CHUNK", 20_000)
+    p = tmp_path / "server.log"
+    p.write_text(mixed_log(random.Random(2), 6000))
+    reader = logfile.LogReader(Run(source=str(p)))
+    fed = []
+    feed = reader.lines.feed
+    monkeypatch.setattr(reader.lines, "feed", lambda line, n: fed.append(n) or feed(line, n))
+    with open(p, "rb") as f:
+        reader.read(f)
+    assert sum(pattern.hits for pattern in reader.patterns) > 5000
+    assert len(fed) < 1000

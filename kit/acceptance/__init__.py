@@ -8,18 +8,31 @@ compare(before_run, after_run)
 probe("http://127.0.0.1:30000", requests=8).to_dict()
 """
 
-from kit.acceptance.analysis import (
-    AcceptanceReport,
-    Comparison,
-    Speedup,
-    analyze,
-    compare,
-    expected_speedup,
-    interpret,
-)
+from importlib import import_module
+from typing import Any
+
 from kit.acceptance.model import Kind, Run, Scope, Window
-from kit.acceptance.probe import ProbeReport, probe
 from kit.acceptance.reader import parse_files
+
+# Loaded on first use: reading a log needs neither the analysis nor the HTTP client.
+_LAZY = {
+    "AcceptanceReport": "analysis",
+    "Comparison": "analysis",
+    "Speedup": "analysis",
+    "analyze": "analysis",
+    "compare": "analysis",
+    "expected_speedup": "analysis",
+    "interpret": "analysis",
+    "ProbeReport": "live",
+    "probe": "live",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'kit.acceptance' has no attribute {name!r}")
+    return getattr(import_module(f"kit.acceptance.{_LAZY[name]}"), name)
+
 
 __all__ = [
     "AcceptanceReport",

@@ -31,75 +31,65 @@ _NUMBER = re.compile(r"(?<=: )\d+(?:\.\d+)?(?=, |,$|$)|(?<=\[)\d+(?=\])")
 _U = np.uint64
 _ZEROS, _NINES = _U(0x3030303030303030), _U(0x7676767676767676)
 _HIGH = _U(0x8080808080808080)
-_PAIRS, _QUADS, _LOW32 = _U(0x00FF00FF00FF00FF), _U(0x0000FFFF0000FFFF), _U(0xFFFFFFFF)
+_PAIRS, _QUADS = _U(0x00FF00FF00FF00FF), _U(0x0000FFFF0000FFFF)
 MAX_DIGITS = 7  # an integer part of eight digits or more is left to the field reader
-MAX_DECIMALS = 6  # the point, the decimals and the byte after them fit the 16 bytes read
+MAX_DECIMALS = 6
 MAX_LINE = 1024  # longer lines are never learned (real decode lines are under 600 characters)
 MAX_NUMBERS = 32
 PAD = 4096  # zero bytes after a chunk: a pattern checked against a short last line reads past it
+_ALL = _U(0xFFFFFFFFFFFFFFFF)
 
 
-def words_of(buf: bytearray | bytes, size: int) -> np.ndarray:
-    """The first `size` bytes of `buf` as a 16-byte record at every byte offset (no copy);
-    `buf` must hold PAD more bytes."""
-    return np.ndarray((size + PAD - 16,), dtype="V16", buffer=buf, strides=(1,))
+class Chunk:
+    """A chunk of whole lines, and views of it as fixed-size records at every byte offset (no
+    copy). The buffer holds PAD zero bytes past `size`, so a record read at a short last line
+    stays inside it."""
+
+    def __init__(self, buf: bytearray | bytes, size: int) -> None:
+        self.buf, self.size = buf, size
+        self._views: dict[int, np.ndarray] = {}
+
+    def read(self, at: np.ndarray, size: int) -> np.ndarray:
+        """The `size` bytes at each offset, as one record per row: one gather, whatever the
+        size (a gather costs the same for 1 byte or 64)."""
+        view = self._views.get(size)
+        if view is None:
+            view = np.ndarray((self.size + PAD - size,), f"V{size}", self.buf, strides=(1,))
+            self._views[size] = view
+        return view[at]
 
 
-def _read(words: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The 16 bytes at each offset as two little-endian words (first character in the low byte
-    of the first): one gather, however many bytes of it are used."""
-    pair = words[at].view(np.uint64).reshape(-1, 2)
-    return pair[:, 0], pair[:, 1]
-
-
-def _nondigit(x: np.ndarray) -> np.ndarray:
-    """The high bit of each byte lane of `x` that is not an ASCII digit."""
-    t = x ^ _ZEROS
-    return ((t + _NINES) | t) & _HIGH
-
-
-def _width(x: np.ndarray) -> np.ndarray:
-    """How many ASCII digits each word starts with (0-8), first character in the low byte."""
-    m = _nondigit(x)
-    low = m & (~m + _U(1))
-    return (np.bitwise_count((low >> _U(7)) - _U(1)) >> 3).astype(np.int64)
+def _field(records: np.ndarray, offset: int, size: int) -> np.ndarray:
+    """Bytes [offset, offset + size) of each record, as a strided view of `size`-byte records."""
+    return np.ndarray(
+        (len(records),), f"V{size}", records, offset=offset, strides=(records.itemsize,)
+    )
 
 
 def _value(x: np.ndarray, width: np.ndarray) -> np.ndarray:
     """The integer the first `width` (1-8) digit bytes of each word spell."""
-    y = (x ^ _ZEROS) << ((8 - width) * 8).astype(np.uint64)
+    y = (x ^ _ZEROS) << ((8 - width) << 3)  # width: uint8; a bad row's garbage is never read
     y = (y * _U(10) + (y >> _U(8))) & _PAIRS
     y = (y * _U(100) + (y >> _U(16))) & _QUADS
-    return ((y * _U(10000) + (y >> _U(32))) & _LOW32).astype(np.int64)
+    return (y * _U(10000) + (y >> _U(32))).astype(np.uint32)  # the low 32 bits hold the value
 
 
-@dataclass(frozen=True)
-class _Text:
-    """Fixed text, as 8-byte words and masks; `keep` is zero on the prefix's digits (whatever
-    they are, they decide no field the field reader reads, only the timestamp, which it parses
-    from the same bytes)."""
-
-    size: int
-    pairs: tuple[tuple[int, np.ndarray, np.ndarray], ...]  # (offset, keep[2], want[2])
-
-    @classmethod
-    def of(cls, text: bytes, digits: bytes | None = None) -> _Text:
-        pairs = []
-        for at in range(0, len(text), 16):
-            chunk = text[at : at + 16].ljust(16, b"\0")
-            open_ = (digits or b"\0" * len(text))[at : at + 16].ljust(16, b"\0")
-            keep = bytes(0 if d or at + i >= len(text) else 0xFF for i, d in enumerate(open_))
-            want = bytes(c & k for c, k in zip(chunk, keep, strict=True))
-            pairs.append((at, *(np.frombuffer(b, np.uint64).copy() for b in (keep, want))))
-        return cls(len(text), tuple(pairs))
-
-    def mismatch(self, words: np.ndarray, at: np.ndarray, bad: np.ndarray) -> None:
-        """Set bits of `bad` in rows whose text at `at` is not this text."""
-        for offset, keep, want in self.pairs:
-            lo, hi = _read(words, at + offset)
-            bad |= (lo ^ want[0]) & keep[0]
-            if keep[1]:
-                bad |= (hi ^ want[1]) & keep[1]
+def _checks(text: bytes, skip: int, open_digits: bool = False) -> list[tuple[int, _U, _U]]:
+    """(word, keep mask, wanted bits) for `text` starting `skip` bytes into a record of 8-byte
+    words; with `open_digits` its digits may be anything (the prefix's timestamp: it decides no
+    field the field reader reads, only the timestamp, which is parsed from the same bytes)."""
+    out = []
+    end = skip + len(text)
+    for w in range(skip // 8, -(-end // 8)):
+        keep = want = 0
+        for i in range(max(skip, w * 8), min(end, w * 8 + 8)):
+            c = text[i - skip]
+            if not (open_digits and 48 <= c <= 57):
+                keep |= 0xFF << 8 * (i - w * 8)
+                want |= c << 8 * (i - w * 8)
+        if keep:
+            out.append((w, _U(keep), _U(want)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -110,58 +100,96 @@ class _Number:
     name: str | None
 
 
+@dataclass(frozen=True)
+class _Unit:
+    """Fixed text, then an open number (None: the text ends the line)."""
+
+    text: bytes
+    number: _Number | None
+
+
 @dataclass
 class Pattern:
     """One line shape: a prefix of fixed width, then fixed texts and open numbers to the end."""
 
-    prefix: _Text
-    steps: list[_Text | _Number]
+    prefix: bytes
+    units: list[_Unit]
     layout: Layout | None  # the decode layout (None: a line counted, not read)
     sig: Signature | None
     template: str = ""  # the line with its open numbers and prefix digits blanked: its identity
     hits: int = 0
     scale: dict[str, int] = field(default_factory=dict)  # kept number -> 10**decimals
 
+    def __post_init__(self) -> None:
+        """Each unit is read with one gather: its text and the 8 bytes where its number starts,
+        in whole 8-byte words, started early enough that the number starts a word (the bytes
+        before the text are not checked). The first unit's gather holds the prefix too."""
+        self._reads = []
+        for i, unit in enumerate(self.units or [_Unit(b"", None)]):
+            head = self.prefix if i == 0 else b""
+            lead = -(len(head) + len(unit.text)) % 8
+            merged: dict[int, tuple[int, int]] = {}  # word -> (keep, want): one check a word
+            for w, keep, want in _checks(head, lead, True) + _checks(unit.text, lead + len(head)):
+                k, v = merged.get(w, (0, 0))
+                merged[w] = (k | int(keep), v | int(want))
+            checks = [(w, _U(k), _U(v)) for w, (k, v) in sorted(merged.items())]
+            size = lead + len(head) + len(unit.text) + 8
+            self._reads.append((lead, size, checks))
+
     def match(
-        self, words: np.ndarray, starts: np.ndarray, ends: np.ndarray
+        self, chunk: Chunk, starts: np.ndarray, ends: np.ndarray
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """(rows that match, kept numbers as scaled integers) for lines [starts, ends).
 
-        Texts and numbers are walked in order: where each starts depends on the widths of the
-        numbers before it. A row that differs anywhere gets a bit in `bad`.
+        Units are read in order, one gather each (where each starts depends on the widths of
+        the numbers before it); a row that differs anywhere gets bits in `bad`.
         """
         bad = np.zeros(len(starts), np.uint64)
-        self.prefix.mismatch(words, starts, bad)
-        at = starts + self.prefix.size
+        at, skip = starts, len(self.prefix)
         values: dict[str, np.ndarray] = {}
-        for step in self.steps:
-            if isinstance(step, _Text):
-                step.mismatch(words, at, bad)
-                at = at + step.size
-                continue
-            lo, hi = _read(words, at)
-            width = _width(lo)
-            bad |= ((width - 1) > (MAX_DIGITS - 1)).view(np.uint8)
-            if step.name:
-                values[step.name] = _number(step, lo, hi, width, bad)
-            at = at + width + (1 + step.decimals if step.decimals else 0)
+        for (lead, size, checks), unit in zip(self._reads, self.units or [_Unit(b"", None)],
+                                              strict=True):  # fmt: skip
+            words = chunk.read(at - lead, size).view(np.uint64).reshape(len(at), -1)
+            for w, keep, want in checks:
+                bad |= (words[:, w] ^ want) & keep if keep != _ALL else words[:, w] ^ want
+            at = at + skip + len(unit.text)
+            if unit.number is not None:
+                at = at + _number(unit.number, words[:, -1], bad, values)
+            skip = 0
         ok = bad == 0
         ok &= at == ends
         return ok, values
 
 
-def _number(step: _Number, lo, hi, width, bad) -> np.ndarray:
-    """A kept number as an integer scaled by 10**decimals; rows where the point or the decimals
-    are not there get a bit in `bad`."""
-    value = _value(lo, np.maximum(width, 1))
-    if not step.decimals:
-        return value
-    shift = (width * 8).astype(np.uint64)  # the point and what follows it
-    y = (lo >> shift) | (hi << (_U(64) - shift))
-    frac = y >> _U(8)
-    bad |= (y & _U(0xFF)) ^ _U(46)
-    bad |= (_width(frac) != step.decimals).view(np.uint8)
-    return value * 10**step.decimals + _value(frac, np.full(len(frac), step.decimals))
+def _number(number: _Number, x: np.ndarray, bad: np.ndarray, values: dict) -> np.ndarray:
+    """The width of the number at the start of each word `x` (digits, point, decimals); a kept
+    number's value, scaled by 10**decimals, goes into `values`; bad rows get bits in `bad`.
+
+    An unkept number's point and decimals are skipped unchecked: no field the field reader reads
+    can hide in them, and the text after them is checked.
+    """
+    t = x ^ _ZEROS
+    nondigit = ((t + _NINES) | t) & _HIGH
+    width = np.bitwise_count((nondigit & -nondigit) - _U(1)) >> 3  # uint8, 0-8
+    dec = number.decimals
+    if number.name is not None:  # (an unkept number of no digit or too many fails the text after)
+        bad |= (width - 1) > (6 - dec if dec else MAX_DIGITS - 1)  # none wraps to 255
+        shift = width << 3
+        if dec:
+            bad |= ((x >> shift) & _U(0xFF)) ^ _U(46)  # the point
+            bad |= (nondigit >> (shift + 8)) & _U((1 << (8 * dec)) - 1)  # the decimals
+            low = (_U(1) << shift) - _U(1)
+            x = (x & low) | ((x >> _U(8)) & ~low)  # the point taken out: the digits in a row
+        values[number.name] = _value(x, width + dec)
+    return width + (1 + dec if dec else 0)
+
+
+def template(line: str) -> str:
+    """A line's identity as a pattern: its open numbers and prefix digits blanked."""
+    m = _PREFIX.match(line)
+    head = m.group(0) if m else ""
+    body = line[len(head) :]
+    return re.sub(r"\d", "0", head) + _NUMBER.sub(lambda m: "#" * (1 + m[0].count(".")), body)
 
 
 def learn(line: str) -> Pattern | None:
@@ -170,36 +198,32 @@ def learn(line: str) -> Pattern | None:
         return None
     m = _PREFIX.match(line)
     head = m.group(0) if m else ""
-    digits = bytes(c.isdigit() for c in head)
     body = line[len(head) :]
     layout = decode_layout(line) if "Decode batch" in body else None
     if layout is not None and layout.sig[4] is None:
         return None  # a trimmed line: read field by field
     if layout is None and mentions_acceptance(line):
         return None  # a figure only the field reader reads
-    steps: list[_Text | _Number] = []
+    units: list[_Unit] = []
     scale: dict[str, int] = {}
-    template = re.sub(r"\d", "0", head) + _NUMBER.sub(lambda m: "#" * (1 + m[0].count(".")), body)
     at = 0
     for num in _NUMBER.finditer(body):
         text = body[at : num.start()]
-        steps.append(_Text.of(text.encode()))
         decimals = len(num.group(0).partition(".")[2])
         if decimals > MAX_DECIMALS:
             return None
         name = next((v for k, v in FIELD_KEYS.items() if text.endswith(k)), None)
         name = name if layout is not None and name not in scale else None  # first one only
-        steps.append(_Number(decimals, name))
+        units.append(_Unit(text.encode(), _Number(decimals, name)))
         if name:
             scale[name] = 10**decimals
         at = num.end()
     if at < len(body):
-        steps.append(_Text.of(body[at:].encode()))
-    if len(steps) > 2 * MAX_NUMBERS:
+        units.append(_Unit(body[at:].encode(), None))
+    if len(units) > MAX_NUMBERS:
         return None
-    prefix = _Text.of(head.encode(), digits)
     sig = layout.sig if layout else None
-    return Pattern(prefix, steps, layout, sig, template=template, scale=scale)
+    return Pattern(head.encode(), units, layout, sig, template=template(line), scale=scale)
 
 
 @dataclass
@@ -212,21 +236,24 @@ class Matches:
 
 
 def match_chunk(
-    patterns: list[Pattern], words: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    patterns: list[Pattern], chunk: Chunk, starts: np.ndarray, ends: np.ndarray
 ) -> Matches:
-    """Try each pattern, most used first, on the lines no earlier pattern matched."""
-    n = len(starts)
-    which = np.full(n, -1, np.int32)
-    values = {name: np.zeros(n, np.int64) for name in FIELD_KEYS.values()}
+    """Try each pattern, most used first, on the lines no earlier pattern matched. A kept
+    number's value is only meaningful on the rows its pattern matched."""
+    which = np.full(len(starts), -1, np.int32)
+    values: dict[str, np.ndarray] = {}
     rows = None  # None: every line
     for i in sorted(range(len(patterns)), key=lambda i: -patterns[i].hits):
         s, e = (starts, ends) if rows is None else (starts[rows], ends[rows])
-        ok, found = patterns[i].match(words, s, e)
+        ok, found = patterns[i].match(chunk, s, e)
         hit = np.flatnonzero(ok) if rows is None else rows[ok]
         which[hit] = i
         patterns[i].hits += len(hit)
         for name, v in found.items():
-            values[name][hit] = v[ok]
+            if rows is None and name not in values:
+                values[name] = v  # every row: no copy
+            else:
+                values.setdefault(name, np.zeros(len(starts), v.dtype))[hit] = v[ok]
         rows = np.flatnonzero(~ok) if rows is None else rows[~ok]
         if not len(rows):
             break

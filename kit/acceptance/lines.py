@@ -76,12 +76,20 @@ class LineReader:
     """Reads lines into a run, keeping the state of multi-line blocks between them.
 
     `learned(line)` is called for every line read with an SGLang prefix (a decode line, or an
-    engine line without a figure), so the fast path can take later lines of its shape.
+    engine line without a figure), so the fast path can take later lines of its shape;
+    `before_add()` before a window is folded in, so the fast path can fold the lines it holds
+    that come first.
     """
 
-    def __init__(self, run: Run, learned: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        run: Run,
+        learned: Callable[[str], None] | None = None,
+        before_add: Callable[[], None] | None = None,
+    ) -> None:
         self.run = run
         self.learned = learned
+        self.before_add = before_add or (lambda: None)
         self.block: vllm_log.BenchBlock | vllm_log.ExampleBlock | None = None
         self.last_request: Window | None = None  # llama.cpp: its per-position line comes next
 
@@ -101,6 +109,7 @@ class LineReader:
     def finish(self) -> None:
         """Close a block the file ended in."""
         if isinstance(self.block, vllm_log.ExampleBlock) and (w := self.block.window()):
+            self.before_add()
             add(self.run, w, ("vllm", "example", None), f"spec_decode.py output at {w.line_no}")
         self.block = None
 
@@ -114,6 +123,7 @@ class LineReader:
                 self.block = None
                 return True
             if w is not None:
+                self.before_add()
                 add(self.run, w, ("vllm", "bench"), line)
                 self.block = None
             return True
@@ -127,6 +137,7 @@ class LineReader:
         if w is None:
             self.run.other_lines += 1
             return
+        self.before_add()
         if add(self.run, w, sig, line) and self.learned and sig[0] == "sglang":
             self.learned(line)
         self.last_request = w if w.kind == "llama_request" else None

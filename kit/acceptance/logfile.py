@@ -22,10 +22,11 @@ from kit.acceptance import columns, model, sglang_log
 from kit.acceptance.lines import LineReader
 from kit.acceptance.model import AT_FLOOR, Kind, Run, Scope, Window
 
-CHUNK = 1 << 20
+CHUNK = 1 << 21
 FIRST_CHUNK = 1 << 16  # small, so the shapes of a log are learned before the large chunks
 MAX_LINE = 1 << 16  # longer "lines" (binary data without newlines) are skipped, counted once
 HIST = 1 << 16  # scaled figures below this are counted in a histogram (accept len 655.35 at .2f)
+FIGURES = ("accept_len", "accept_rate", "throughput", "running")  # what a decode window holds
 
 
 class LogReader:
@@ -36,7 +37,9 @@ class LogReader:
         self.patterns: list[columns.Pattern] = []
         self.templates: set[str] = set()
         self.fast = fast and columns.MAX_PATTERNS > 0
-        self.lines = LineReader(run, self._learn if self.fast else None)
+        self.lines = LineReader(run, self._learn if self.fast else None, self._fold_before)
+        self._held: tuple | None = None  # (decode rows, how many folded, buf, starts, ends)
+        self._row = 0  # the row the field reader is reading
         self.line_no = 0  # lines before the current chunk
         self.hist: dict[tuple[str, int], np.ndarray] = {}
 
@@ -58,16 +61,18 @@ class LogReader:
     def _stride(self, lines: float) -> None:
         """Thin the series from the start at the stride the whole file will need (estimated from
         the first chunk), instead of building windows that stride doubling later drops."""
-        need = lines / model.MAX_WINDOWS
+        need = lines / (model.MAX_WINDOWS / 2)  # between half and all of MAX_WINDOWS at the end
         if need > 1:
             self.run.stride = max(self.run.stride, 2 ** math.ceil(math.log2(need)))
 
     def _learn(self, line: str) -> None:
         if len(self.patterns) >= columns.MAX_PATTERNS:
             return
-        p = columns.learn(line)
-        if p is not None and p.template not in self.templates:
-            self.templates.add(p.template)
+        known = columns.template(line)
+        if known in self.templates:
+            return
+        self.templates.add(known)  # learned or refused: either way, once
+        if p := columns.learn(line):
             self.patterns.append(p)
 
     def _chunk(self, buf: bytearray, size: int) -> None:
@@ -78,20 +83,27 @@ class LogReader:
         starts = np.empty_like(ends)
         starts[0], starts[1:] = 0, ends[:-1] + 1
         if self.patterns:
-            m = columns.match_chunk(self.patterns, columns.words_of(buf, size), starts, ends)
+            m = columns.match_chunk(self.patterns, columns.Chunk(buf, size), starts, ends)
             which, values = m.pattern, m.values
         else:
             which, values = np.full(len(starts), -1, np.int32), {}
-        decode = self._fold_matches(which, values)
-        done = 0  # decode rows already folded into the series
+        self._held = (self._fold_matches(which, values), 0, buf, starts, ends)
         for row in np.flatnonzero(which < 0).tolist():
             s, e = int(starts[row]), int(ends[row])
-            if s == e:
-                continue
-            done = self._series(decode, done, row, buf, starts, ends)
-            self._slow(buf, s, e, self.line_no + row + 1)
-        self._series(decode, done, len(starts), buf, starts, ends)
+            if s < e:
+                self._row = row
+                self._slow(buf, s, e, self.line_no + row + 1)
+        self._row = len(starts)
+        self._fold_before()
         self.line_no += len(starts)
+
+    def _fold_before(self) -> None:
+        """Fold the fast path's decode rows before the row being read into the series, so
+        windows stay in file order."""
+        decode, done, buf, starts, ends = self._held or (None, 0, None, None, None)
+        if decode is not None:
+            done = self._series(decode, done, self._row, buf, starts, ends)
+            self._held = (decode, done, buf, starts, ends)
 
     def _slow(self, buf: bytearray, s: int, e: int, n: int) -> None:
         raw = bytes(buf[s:e])
@@ -104,41 +116,40 @@ class LogReader:
         """Fold every matched line's figures into the run; the decode rows, in file order."""
         run = self.run
         used = np.bincount(which + 1, minlength=len(self.patterns) + 1)[1:]
-        decode_rows = []
-        for i in np.flatnonzero(used).tolist():
-            p = self.patterns[i]
-            n = int(used[i])
-            if p.layout is None:
-                run.other_lines += n
-                continue
-            rows = np.flatnonzero(which == i)
-            decode_rows.append(rows)
-            run.formats[p.sig] += n
-            for name, scale in p.scale.items():
-                if name != "running":
-                    self._count(name, scale, values[name][rows])
-            if "accept_len" in p.scale:
-                run.spec_windows += n
-                run.floor_windows += int(
-                    np.count_nonzero(values["accept_len"][rows] < AT_FLOOR * p.scale["accept_len"])
-                )
-                run.scopes[Scope.INTERVAL] += n
-        self._values = values
-        self._decode_patterns = which
-        return np.sort(np.concatenate(decode_rows)) if decode_rows else np.empty(0, np.int64)
+        decode = [i for i in np.flatnonzero(used).tolist() if self.patterns[i].layout is not None]
+        run.other_lines += int(used.sum()) - sum(int(used[i]) for i in decode)
+        self._values, self._which = values, which
+        if not decode:
+            return np.empty(0, np.int64)
+        mask = which == decode[0] if len(decode) == 1 else np.isin(which, decode)
+        for i in decode:
+            run.formats[self.patterns[i].sig] += int(used[i])
+        for group in _same_scales([self.patterns[i] for i in decode], decode):
+            rows = mask if len(group[1]) == len(decode) else np.isin(which, group[1])
+            self._count(group[0], values, rows)
+        return np.flatnonzero(mask)
 
-    def _count(self, name: str, scale: int, v: np.ndarray) -> None:
-        if name == "throughput":
-            t = v / scale
-            self.run.throughput.add_summary(len(t), float(t.sum()), float(t.min()), float(t.max()))
-            return
-        small = v[v < HIST]
-        key = (name, scale)
-        if key not in self.hist:
-            self.hist[key] = np.zeros(HIST, np.int64)
-        self.hist[key] += np.bincount(small, minlength=HIST)
-        for big in v[v >= HIST].tolist():
-            getattr(self.run, name).add(big / scale)
+    def _count(self, scale: dict[str, int], values: dict[str, np.ndarray], rows) -> None:
+        """Fold the figures of `rows` (patterns with these scales) into the run's statistics."""
+        run = self.run
+        for name, s in scale.items():
+            v = values[name][rows]
+            if name == "running" or not len(v):
+                continue
+            if name == "throughput":
+                t = v / s
+                run.throughput.add_summary(len(t), float(t.sum()), float(t.min()), float(t.max()))
+                continue
+            if name == "accept_len":
+                run.spec_windows += len(v)
+                run.floor_windows += int(np.count_nonzero(v < AT_FLOOR * s))
+                run.scopes[Scope.INTERVAL] += len(v)
+            small = v[v < HIST]
+            counts = np.bincount(small)
+            hist = self.hist.setdefault((name, s), np.zeros(HIST, np.int64))
+            hist[: len(counts)] += counts
+            for big in v[v >= HIST].tolist():
+                getattr(run, name).add(big / s)
 
     def _series(self, decode, done, upto, buf, starts, ends) -> int:
         """Take the decode rows before row `upto` into the thinned series and the floor example,
@@ -147,32 +158,43 @@ class LogReader:
         if stop <= done:
             return done
         block = decode[done:stop]
-
-        def window(i: int) -> Window:
-            row = int(block[i])
-            p = self.patterns[self._decode_patterns[row]]
-            head = bytes(buf[starts[row] : starts[row] + 24]).decode()
-            v = {name: self._values[name][row] / scale for name, scale in p.scale.items()}
-            return Window(
-                t=sglang_log.timestamp(head),
-                accept_len=v.get("accept_len"),
-                accept_rate=v.get("accept_rate"),
-                throughput=v.get("throughput"),
-                running=int(v["running"]) if "running" in v else None,
-                line_no=self.line_no + row + 1,
-                kind=Kind.DECODE,
-            )
-
-        self.run.take_block(len(block), window)
-        if "floor" not in self.run.example_lines and self._values:
+        self.run.take_block(len(block), lambda idx: self._windows(block[idx], buf, starts))
+        if "floor" not in self.run.example_lines and "accept_len" in self._values:
             self._floor_example(block, buf, starts, ends)
         return stop
 
+    def _windows(self, rows: np.ndarray, buf, starts) -> list[Window]:
+        """The windows of decode rows (those the thinned series keeps), built from the figures
+        already parsed; the timestamp from the line's own prefix, as the field reader does."""
+        which = self._which[rows]
+        scale = {n: np.array([p.scale.get(n, 0) for p in self.patterns])[which] for n in FIGURES}
+        nothing = np.full(len(rows), np.nan)
+        figures = {
+            n: np.where(scale[n] > 0, self._values[n][rows] / np.maximum(scale[n], 1), np.nan)
+            if n in self._values
+            else nothing
+            for n in FIGURES
+        }
+        al, ar, tput, running = (figures[n].tolist() for n in FIGURES)
+        out = []
+        for k, row in enumerate(rows.tolist()):
+            head = bytes(buf[starts[row] : starts[row] + 24]).decode()
+            out.append(Window(
+                t=sglang_log.timestamp(head),
+                accept_len=None if al[k] != al[k] else al[k],  # nan: the pattern has no such field
+                accept_rate=None if ar[k] != ar[k] else ar[k],
+                throughput=None if tput[k] != tput[k] else tput[k],
+                running=None if running[k] != running[k] else int(running[k]),
+                line_no=self.line_no + row + 1,
+                kind=Kind.DECODE,
+            ))  # fmt: skip
+        return out
+
     def _floor_example(self, block, buf, starts, ends) -> None:
         scale = np.array([p.scale.get("accept_len", 0) for p in self.patterns])
-        rows = block[scale[self._decode_patterns[block]] > 0]
+        rows = block[scale[self._which[block]] > 0]
         al = self._values["accept_len"][rows]
-        at = np.flatnonzero(al < AT_FLOOR * scale[self._decode_patterns[rows]])
+        at = np.flatnonzero(al < AT_FLOOR * scale[self._which[rows]])
         if len(at):
             row = int(rows[at[0]])
             line = bytes(buf[starts[row] : ends[row]]).decode()
@@ -183,6 +205,14 @@ class LogReader:
             stat = getattr(self.run, name)
             for v in np.flatnonzero(counts).tolist():
                 stat.add(v / scale, int(counts[v]))
+
+
+def _same_scales(patterns: list[columns.Pattern], ids: list[int]):
+    """(scales, pattern ids) for each set of decode patterns whose figures share scales."""
+    groups: dict[tuple, list[int]] = {}
+    for p, i in zip(patterns, ids, strict=True):
+        groups.setdefault(tuple(sorted(p.scale.items())), []).append(i)
+    return [(dict(k), v) for k, v in groups.items()]
 
 
 def _chunks(f: BinaryIO) -> Iterator[tuple[bytearray, int]]:

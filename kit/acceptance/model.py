@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
 MAX_WINDOWS = 50_000
 MAX_EXAMPLES = 5
 AT_FLOOR = 1.005  # accept len below this prints as 1.00: no draft accepted
@@ -238,15 +240,18 @@ class Run:
             self.windows = self.windows[::2]
             self.stride *= 2
 
-    def take_block(self, count: int, window: Callable[[int], Window]) -> None:
-        """Count `count` more windows folded elsewhere; keep those the series would keep, each
-        built by `window(i)` (i = 0 … count-1), exactly as `count` calls of `take` would."""
+    def take_block(self, count: int, windows: Callable[[np.ndarray], list[Window]]) -> None:
+        """Count `count` more windows folded elsewhere; keep those the series would keep, exactly
+        as `count` calls of `take` would. `windows(indices)` builds the windows at those
+        indices (0 … count-1) in one go; when the stride doubles part way, the ones built for
+        the old stride are dropped."""
         start, end = self.window_count, self.window_count + count
-        at = start + (-start % self.stride)  # first window index the stride keeps
-        while at < end:
-            self.window_count = at + 1
-            self.keep(window(at - start))
-            at += -(at + 1) % self.stride + 1  # the stride may have doubled in keep()
+        wanted = np.arange(start + (-start % self.stride), end, self.stride)
+        for index, w in zip(wanted.tolist(), windows(wanted - start), strict=True):
+            if index % self.stride:
+                continue  # the series was thinned (stride doubled) after these were built
+            self.window_count = index + 1
+            self.keep(w)
         self.window_count = end
 
     def unparsed(self, reason: str, line: str, line_no: int) -> None:

@@ -15,8 +15,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from prometheus_client.parser import text_fd_to_metric_families
-
 from kit.acceptance.model import Kind, Run, Window
 from kit.errors import KitError
 
@@ -57,6 +55,8 @@ class Scrape:
 
 def parse(lines: Iterable[str] | TextIO, where: str) -> Scrape:
     """Parse Prometheus text; a malformed exposition is a `KitError` naming `where`."""
+    from prometheus_client.parser import text_fd_to_metric_families  # only when metrics are read
+
     scrape = Scrape()
     try:
         for family in text_fd_to_metric_families(lines):
