@@ -142,3 +142,17 @@ def test_meta_info_keys_date_the_release(tmp_path, keys, label):
     (run,) = parse_files([p])
     assert run.engine == label
     assert run.accept_len.mean == pytest.approx(keys.get("spec_accept_length", 3.01))
+
+
+def test_lmdeploy_counters(tmp_path):
+    """LMDeploy 0.18.0 lmdeploy/metrics/loggers.py:211-234: vLLM's counter names under
+    `lmdeploy:`; accept len 1 + accepted / drafts from the totals since start."""
+    reg = CollectorRegistry()
+    lab = ["model_name"]
+    for name, v in (("drafts", 400), ("draft_tokens", 1200), ("accepted_tokens", 0)):
+        Counter(f"lmdeploy:spec_decode_num_{name}", "d", lab, registry=reg).labels("m").inc(v)
+    p = tmp_path / "lmdeploy.prom"
+    p.write_bytes(generate_latest(reg))
+    (run,) = parse_files([p])
+    assert run.engine == "lmdeploy" and run.accept_len.mean == 1.0 and run.scopes == {"lifetime": 1}
+    assert "ZERO_ACCEPTANCE" in {f.code for f in analyze([run]).findings}

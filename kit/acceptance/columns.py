@@ -3,15 +3,17 @@
 A line's *pattern* is its text with the number after each `key: ` (and in a `[N]` header) left
 open and every other character fixed; the digits of the prefix (`[2026-03-02 10:00:04 TP0] `) are
 open too but keep their width. The first line of each shape is read field by field
-(`kit.acceptance.lines`) and its pattern learned; every later line is checked against the known
-patterns for a whole chunk at once: literal text 16 bytes per gather, numbers of any width parsed
-eight digits per 64-bit word (SWAR). A line that matches differs from the learned one only in its
-numbers, so the field-by-field reader would find the same fields at the same keys, the same format
+(`kit.acceptance.lines`) and its pattern learned; later lines are checked against the known
+patterns a chunk at a time. A numpy gather costs about the same for 1 byte as for 64, so each
+fixed text is read with one gather together with the 8 bytes after it, where the next number
+starts; the text is compared as 64-bit words and the number's width and value come from its word
+by SWAR arithmetic (eight digits a word). A line that matches differs from the learned one only in
+its numbers, so the field reader would find the same fields at the same keys, the same format
 signature and the same figures; lines that match no pattern go to that reader.
 
 Two kinds of pattern: a decode pattern (an SGLang `Decode batch` line) yields accept len, accept
-rate and throughput for every line; an other pattern (prefill lines, any engine line without an
-acceptance figure) only counts lines.
+rate, throughput and running requests for every line; any other pattern (prefill lines, engine
+lines without an acceptance figure) only counts lines.
 """
 
 from __future__ import annotations

@@ -130,26 +130,28 @@ class LogReader:
         return np.flatnonzero(mask)
 
     def _count(self, scale: dict[str, int], values: dict[str, np.ndarray], rows) -> None:
-        """Fold the figures of `rows` (patterns with these scales) into the run's statistics."""
+        """Fold the figures of `rows` (patterns with these scales) into the run's statistics:
+        printed values counted as scaled integers, so each distinct one is folded once."""
         run = self.run
         for name, s in scale.items():
             v = values[name][rows]
             if name == "running" or not len(v):
                 continue
             if name == "throughput":
-                t = v / s
-                run.throughput.add_summary(len(t), float(t.sum()), float(t.min()), float(t.max()))
+                lo, hi = int(v.min()), int(v.max())
+                run.throughput.add_summary(len(v), int(v.sum(dtype=np.int64)) / s, lo / s, hi / s)
                 continue
+            counts = np.bincount(v)
             if name == "accept_len":
                 run.spec_windows += len(v)
-                run.floor_windows += int(np.count_nonzero(v < AT_FLOOR * s))
+                run.floor_windows += int(counts[: math.ceil(AT_FLOOR * s)].sum())
                 run.scopes[Scope.INTERVAL] += len(v)
-            small = v[v < HIST]
-            counts = np.bincount(small)
             hist = self.hist.setdefault((name, s), np.zeros(HIST, np.int64))
-            hist[: len(counts)] += counts
-            for big in v[v >= HIST].tolist():
-                getattr(run, name).add(big / s)
+            if len(counts) <= HIST:
+                hist[: len(counts)] += counts
+            else:  # a figure too large for the histogram (never a real accept len or rate)
+                for value in np.flatnonzero(counts).tolist():
+                    getattr(run, name).add(value / s, int(counts[value]))
 
     def _series(self, decode, done, upto, buf, starts, ends) -> int:
         """Take the decode rows before row `upto` into the thinned series and the floor example,

@@ -20,7 +20,9 @@ from kit.errors import KitError
 
 
 def looks_like(head: str) -> bool:
-    return "sglang:spec_" in head or "vllm:spec_decode" in head or head.startswith("# HELP")
+    return any(m in head for m in ("sglang:spec_", "vllm:spec_decode", "lmdeploy:spec_decode")) or (
+        head.startswith("# HELP")
+    )
 
 
 def _base(name: str) -> str:
@@ -30,7 +32,8 @@ def _base(name: str) -> str:
     return name
 
 
-PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos"
+PER_POS = "spec_decode_num_accepted_tokens_per_pos"  # vllm: and, with the same names, lmdeploy:
+COUNTER_ENGINES = ("vllm", "lmdeploy")  # kit.engines.lmdeploy.acceptance.COUNTERS
 
 
 @dataclass
@@ -46,10 +49,11 @@ class Scrape:
     def engine(self) -> str | None:
         if "sglang:spec_accept_length" in self.first:
             return "sglang"
-        if "vllm:spec_decode_num_drafts" in self.sums or "vllm:spec_decode_num_draft_tokens" in (
-            self.sums
-        ):
-            return "vllm"
+        for name in COUNTER_ENGINES:
+            if f"{name}:spec_decode_num_drafts" in self.sums or (
+                f"{name}:spec_decode_num_draft_tokens" in self.sums
+            ):
+                return name
         return None
 
 
@@ -66,7 +70,7 @@ def parse(lines: Iterable[str] | TextIO, where: str) -> Scrape:
                 name = _base(s.name)
                 scrape.first.setdefault(name, s.value)
                 scrape.sums[name] += s.value
-                if name == PER_POS:
+                if name.endswith(PER_POS):
                     scrape.per_pos[int(s.labels.get("position", 0))] += s.value
     except (ValueError, TypeError, KeyError) as e:
         raise KitError(f"not valid Prometheus text exposition: {e}", where) from None
@@ -78,8 +82,8 @@ def read(f: TextIO, run: Run) -> None:
     scrape = parse(f, run.source)
     if scrape.engine == "sglang":
         sglang_window(scrape.first, run)
-    elif scrape.engine == "vllm":
-        _vllm(scrape.sums, scrape.per_pos, run)
+    elif scrape.engine in COUNTER_ENGINES:
+        _counters(scrape.engine, scrape.sums, scrape.per_pos, run)
     else:
         run.notes.append("no speculative-decoding metric in this exposition")
 
@@ -103,13 +107,15 @@ def sglang_window(g: dict[str, float], run: Run) -> None:
     )
 
 
-def counters_window(c: dict[str, float], per_pos: dict[int, float], kind: Kind) -> Window:
-    """vLLM's acceptance from its counters (totals, or their increases over an interval):
-    accept len 1 + accepted / drafts, rate accepted / draft tokens, position i accepted at i /
-    drafts (`kit.engines.vllm.acceptance.INTERVAL_FROM_COUNTERS`)."""
-    drafts = c.get("vllm:spec_decode_num_drafts", 0.0)
-    draft_tokens = c.get("vllm:spec_decode_num_draft_tokens", 0.0)
-    accepted = c.get("vllm:spec_decode_num_accepted_tokens", 0.0)
+def counters_window(
+    c: dict[str, float], per_pos: dict[int, float], kind: Kind, engine: str = "vllm"
+) -> Window:
+    """vLLM's (or LMDeploy's) acceptance from its counters (totals, or their increases over an
+    interval): accept len 1 + accepted / drafts, rate accepted / draft tokens, position i
+    accepted at i / drafts (`kit.engines.vllm.acceptance.INTERVAL_FROM_COUNTERS`)."""
+    drafts = c.get(f"{engine}:spec_decode_num_drafts", 0.0)
+    draft_tokens = c.get(f"{engine}:spec_decode_num_draft_tokens", 0.0)
+    accepted = c.get(f"{engine}:spec_decode_num_accepted_tokens", 0.0)
     return Window(
         accept_len=1 + accepted / drafts if drafts else None,
         accept_rate=accepted / draft_tokens if draft_tokens else None,
@@ -120,12 +126,12 @@ def counters_window(c: dict[str, float], per_pos: dict[int, float], kind: Kind) 
     )
 
 
-def _vllm(c: dict[str, float], per_pos: dict[int, float], run: Run) -> None:
-    run.engine_name = "vllm"
-    drafts = c.get("vllm:spec_decode_num_drafts", 0.0)
-    draft_tokens = c.get("vllm:spec_decode_num_draft_tokens", 0.0)
+def _counters(engine: str, c: dict[str, float], per_pos: dict[int, float], run: Run) -> None:
+    run.engine_name = engine
+    drafts = c.get(f"{engine}:spec_decode_num_drafts", 0.0)
+    draft_tokens = c.get(f"{engine}:spec_decode_num_draft_tokens", 0.0)
     if drafts:
         run.num_steps = run.num_steps or round(draft_tokens / drafts)
     v0 = "vllm:spec_decode_efficiency" in c  # V0 gauges (≤0.9.x): no per-draft counts
-    run.formats[("vllm", "prometheus-v0" if v0 else "prometheus-v1")] += 1
-    run.add(counters_window(c, per_pos, Kind.COUNTERS))
+    run.formats[(engine, "prometheus-v0" if v0 else "prometheus-v1")] += 1
+    run.add(counters_window(c, per_pos, Kind.COUNTERS, engine))

@@ -26,3 +26,11 @@ RATE_MEANING = (
     "accepted draft tokens / drafted tokens over the interval (bonus token excluded); zero "
     "acceptance prints 0.00%"
 )
+
+# Prometheus counters with vLLM's names under `lmdeploy:`, totals since the server started.
+COUNTERS = Row(
+    VersionRange("0.11.0"),
+    "lmdeploy:spec_decode_num_drafts / _num_draft_tokens / _num_accepted_tokens / "
+    "_num_accepted_tokens_per_pos{position}",
+    "0.18.0 lmdeploy/metrics/loggers.py:211-234",
+)
