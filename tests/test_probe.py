@@ -88,7 +88,7 @@ def test_server_version_outside_the_modelled_releases_is_a_note():
     with serve(server.routes()) as url:
         report = probe(url)
     assert report.run.engine == "sglang==0.6.1"
-    assert any("outside the releases modelled" in n for n in report.notes)
+    assert any("outside the supported range" in n for n in report.notes)
 
 
 def test_cli_json_and_fail_on(capsys):

@@ -20,14 +20,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
-
 from kit.acceptance import prometheus, release, server_info, vllm_request, web
 from kit.acceptance.analysis import analyze, summarize
 from kit.acceptance.fields import flatten
 from kit.acceptance.lines import add
 from kit.acceptance.model import Kind, Run, Scope
-from kit.engines import RELEASES, EngineRelease
+from kit.engines import EngineRelease, parse_engine
 from kit.errors import KitError
 from kit.findings import Finding, Severity, ranked
 
@@ -141,17 +139,10 @@ def _release(name: str, version: str | None, run: Run) -> EngineRelease | None:
     if not version:
         return None
     try:
-        v = Version(version)
-    except InvalidVersion:
-        run.notes.append(f"the server reports version {version!r}, which is not a version number")
+        return parse_engine(f"{name}=={version}")
+    except KitError as e:
+        run.notes.append(f"the server reports {name} {version}: {e.problem}; read by its format")
         return None
-    known = RELEASES[name]
-    if Version(known[0]) <= v <= Version(known[-1]):
-        return EngineRelease(name, v)
-    run.notes.append(
-        f"{name} {version} is outside the releases modelled ({known[0]} … {known[-1]})"
-    )
-    return None
 
 
 def _sglang(base: str, info: dict, requests: int, timeout: float, max_tokens: int) -> ProbeReport:
