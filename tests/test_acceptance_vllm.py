@@ -1,4 +1,4 @@
-"""vLLM spec-decode log families (shared/reference/vllm-eagle3.md §5), rendered with the
+"""vLLM spec-decode log families (0.9.2-0.33.0 vllm/v1/spec_decode/metrics.py), rendered with the
 release's `%`-format, and `vllm bench serve` result blocks."""
 
 from __future__ import annotations

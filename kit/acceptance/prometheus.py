@@ -2,9 +2,9 @@
 
 One scrape is one window. SGLang exports gauges set at each decode log (`sglang:spec_accept_length`,
 `sglang:spec_accept_rate`, ≥0.5.13 `sglang:spec_num_steps` / `sglang:spec_num_draft_tokens`;
-sglang-eagle3.md §F.3); vLLM V1 exports counters (`vllm:spec_decode_num_drafts`,
+0.5.23 observability/metrics_collector.py:512-542); vLLM V1 exports counters (`vllm:spec_decode_num_drafts`,
 `…_num_draft_tokens`, `…_num_accepted_tokens`, `…_num_accepted_tokens_per_pos{position}`;
-vllm-eagle3.md §5), from which accept len, rate and per-position rates follow; V0 (≤0.9.x) has
+0.33.0 vllm/v1/spec_decode/metrics.py:200-262), from which accept len, rate and per-position rates follow; V0 (≤0.9.x) has
 `vllm:spec_decode_draft_acceptance_rate` / `…_efficiency` gauges and token counters only.
 """
 
