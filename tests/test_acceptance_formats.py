@@ -292,3 +292,5 @@ def test_an_unknown_engine_name_is_one_error(tmp_path, capsys):
     p.write_text("accept len: 2.00\n")
     assert main(["acceptance", str(p), "--engine", "trtllm"]) == 2
     assert "unknown engine 'trtllm'" in capsys.readouterr().err
+    assert main(["acceptance", str(p), "--engine", "lmdeploy==0.18.0"]) == 2
+    assert "give --engine lmdeploy (the name alone)" in capsys.readouterr().err

@@ -33,7 +33,11 @@ def given_engine(text: str | None) -> tuple[str | None, EngineRelease | None]:
     name = text.strip().partition("==")[0].strip().lower()
     if "==" in text and name in RELEASES:
         return name, parse_engine(text)
-    if "==" in text or name not in FAMILIES:
+    if "==" in text and name in FAMILIES:
+        raise KitError(
+            f"no {name} releases are modelled yet; give --engine {name} (the name alone)"
+        )
+    if name not in FAMILIES:
         known = ", ".join(f"{n}==X" for n in RELEASES)
         raise KitError(
             f"unknown engine {text!r}; use {known}, or a name alone: {', '.join(FAMILIES)}"
