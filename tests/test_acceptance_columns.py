@@ -148,3 +148,22 @@ def test_the_fast_path_takes_the_lines_of_a_known_shape(tmp_path, monkeypatch):
         reader.read(f)
     assert sum(pattern.hits for pattern in reader.patterns) > 5000
     assert len(fed) < 1000
+
+
+def test_start_up_lines_printed_once_do_not_crowd_out_decode_lines(tmp_path, monkeypatch):
+    """A server prints hundreds of distinct lines at start-up (arguments, weight loading), each
+    once: they are not learned, so the decode lines after them still take the fast path."""
+    monkeypatch.setattr(logfile, "FIRST_CHUNK", 2000)
+    monkeypatch.setattr(logfile, "CHUNK", 20_000)
+    rng = random.Random(3)
+    start = [
+        f"[2026-01-05 08:00:00 TP{i % 8}] Load weight {w}. avail mem={rng.uniform(10, 90):.2f} GB"
+        for i, w in enumerate(["begin", "end", "shard"] * 100)
+    ]
+    p = tmp_path / "server.log"
+    p.write_text("\n".join(start) + "\n" + "\n".join(decode_line(rng, i) for i in range(3000)))
+    reader = logfile.LogReader(Run(source=str(p)))
+    with open(p, "rb") as f:
+        reader.read(f)
+    assert reader.run.other_lines == 300 and reader.run.window_count == 3000
+    assert sum(pattern.hits for pattern in reader.patterns) > 2500

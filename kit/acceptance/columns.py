@@ -26,7 +26,8 @@ import numpy as np
 from kit.acceptance.fields import mentions_acceptance
 from kit.acceptance.sglang_log import _PREFIX, Layout, Signature, decode_layout
 
-MAX_PATTERNS = 64  # a log has a few shapes (prefixes, graph labels, pool fields); past this, slow
+MAX_PATTERNS = 32  # of each kind; a log has a few shapes (prefixes, graph labels, pool fields)
+IDLE_CHUNKS = 4  # a pattern that matched nothing in this many chunks in a row is no longer tried
 FIELD_KEYS = {", accept len: ": "accept_len", ", accept rate: ": "accept_rate",
               ", gen throughput (token/s): ": "throughput", "#running-req: ": "running"}  # fmt: skip
 _NUMBER = re.compile(r"(?<=: )\d+(?:\.\d+)?(?=, |,$|$)|(?<=\[)\d+(?=\])")
@@ -120,6 +121,7 @@ class Pattern:
     sig: Signature | None
     template: str = ""  # the line with its open numbers and prefix digits blanked: its identity
     hits: int = 0
+    idle: int = 0  # chunks in a row it was tried on and matched nothing
     scale: dict[str, int] = field(default_factory=dict)  # kept number -> 10**decimals
 
     def __post_init__(self) -> None:
@@ -245,12 +247,14 @@ def match_chunk(
     which = np.full(len(starts), -1, np.int32)
     values: dict[str, np.ndarray] = {}
     rows = None  # None: every line
-    for i in sorted(range(len(patterns)), key=lambda i: -patterns[i].hits):
+    live = [i for i, p in enumerate(patterns) if p.idle < IDLE_CHUNKS]
+    for i in sorted(live, key=lambda i: -patterns[i].hits):
         s, e = (starts, ends) if rows is None else (starts[rows], ends[rows])
         ok, found = patterns[i].match(chunk, s, e)
         hit = np.flatnonzero(ok) if rows is None else rows[ok]
         which[hit] = i
         patterns[i].hits += len(hit)
+        patterns[i].idle = 0 if len(hit) else patterns[i].idle + 1
         for name, v in found.items():
             if rows is None and name not in values:
                 values[name] = v  # every row: no copy

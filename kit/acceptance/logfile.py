@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import Counter
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -27,6 +28,7 @@ FIRST_CHUNK = 1 << 16  # small, so the shapes of a log are learned before the la
 MAX_LINE = 1 << 16  # longer "lines" (binary data without newlines) are skipped, counted once
 HIST = 1 << 16  # scaled figures below this are counted in a histogram (accept len 655.35 at .2f)
 FIGURES = ("accept_len", "accept_rate", "throughput", "running")  # what a decode window holds
+MAX_SEEN = 4096  # templates of lines without a figure remembered until one comes back
 
 
 class LogReader:
@@ -35,7 +37,8 @@ class LogReader:
     def __init__(self, run: Run, fast: bool = True) -> None:
         self.run = run
         self.patterns: list[columns.Pattern] = []
-        self.templates: set[str] = set()
+        self.templates: dict[str, columns.Pattern | None] = {}  # learned, or refused (None)
+        self.others: Counter[str] = Counter()  # templates of lines without a figure, seen
         self.fast = fast and columns.MAX_PATTERNS > 0
         self.lines = LineReader(run, self._learn if self.fast else None, self._fold_before)
         self._held: tuple | None = None  # (decode rows, how many folded, buf, starts, ends)
@@ -66,13 +69,25 @@ class LogReader:
             self.run.stride = max(self.run.stride, 2 ** math.ceil(math.log2(need)))
 
     def _learn(self, line: str) -> None:
-        if len(self.patterns) >= columns.MAX_PATTERNS:
+        """Learn the pattern of a line the field reader read: a decode line at once, a line
+        without a figure once it comes back (a server's start-up lines are each printed once).
+        A known pattern that had gone idle is tried again."""
+        key = columns.template(line)
+        if key in self.templates:
+            if (known := self.templates[key]) is not None:
+                known.idle = 0
             return
-        known = columns.template(line)
-        if known in self.templates:
+        decode = "Decode batch" in line
+        if not decode:
+            if len(self.others) >= MAX_SEEN:
+                self.others.clear()  # bounded memory, whatever a log prints once
+            self.others[key] += 1
+            if self.others[key] < 2:
+                return
+        if sum((p.layout is not None) == decode for p in self.patterns) >= columns.MAX_PATTERNS:
             return
-        self.templates.add(known)  # learned or refused: either way, once
-        if p := columns.learn(line):
+        self.templates[key] = p = columns.learn(line)
+        if p is not None:
             self.patterns.append(p)
 
     def _chunk(self, buf: bytearray, size: int) -> None:
