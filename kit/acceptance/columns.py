@@ -62,13 +62,6 @@ class Chunk:
         return view[at]
 
 
-def _field(records: np.ndarray, offset: int, size: int) -> np.ndarray:
-    """Bytes [offset, offset + size) of each record, as a strided view of `size`-byte records."""
-    return np.ndarray(
-        (len(records),), f"V{size}", records, offset=offset, strides=(records.itemsize,)
-    )
-
-
 def _value(x: np.ndarray, width: np.ndarray) -> np.ndarray:
     """The integer the first `width` (1-8) digit bytes of each word spell."""
     y = (x ^ _ZEROS) << ((8 - width) << 3)  # width: uint8; a bad row's garbage is never read

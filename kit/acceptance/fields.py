@@ -22,7 +22,6 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _SEP = re.compile(r"[\s_-]+")
 _NUMBER_LIST = re.compile(r"\s*[-+]?(?:\d+\.?\d*|\.\d+|nan)(?:,\s*[-+]?(?:\d+\.?\d*|\.\d+|nan))*")
 _TRIGGER = re.compile(r"accept|#acc |acc per pos", re.IGNORECASE)
-TRIGGERS = (b"ccept", b"CCEPT", b"acc ")  # a byte-level superset of `mentions_acceptance`
 
 
 def key(text: str) -> str:

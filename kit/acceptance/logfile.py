@@ -11,6 +11,7 @@ histograms, the thinned series).
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from collections import Counter
@@ -47,7 +48,10 @@ class LogReader:
         self.hist: dict[tuple[str, int], np.ndarray] = {}
 
     def read(self, f: BinaryIO) -> None:
-        file_size = os.fstat(f.fileno()).st_size if hasattr(f, "fileno") else 0
+        try:
+            file_size = os.fstat(f.fileno()).st_size
+        except (OSError, io.UnsupportedOperation):  # a stream: no stride estimate
+            file_size = 0
         for buf, size in _chunks(f):
             if size < 0:  # a line longer than the buffer: its head is in it
                 head = bytes(buf[:160]).decode("utf-8", "replace")
