@@ -22,6 +22,7 @@ COMMANDS = (
     "fix",
     "trace",
     "acceptance",
+    "probe",
     "offline",
     "deployment",
     "doctor",

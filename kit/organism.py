@@ -403,7 +403,8 @@ def _evaluate(target_dir, draft_dir, k, as_loaded_by, aux_capture, aux_layers, u
     if progress and len(items) >= PROGRESS_MIN_GROUPS:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(prompts), desc="offline acceptance", unit="prompt")
+        # disable=None: no bar where stderr is not a terminal (CI logs would get \r-joined lines)
+        bar = tqdm(total=len(prompts), desc="offline acceptance", unit="prompt", disable=None)
     fc_applied = False
     with torch.inference_mode():
         for length, group in items:

@@ -21,7 +21,7 @@ INCIDENT = "[2026-03-02 09:46:21 TP0] Decode batch, #running-req: 1, #token: 508
      ("sglang==0.5.10", 8, "0.12"), ("sglang==0.5.11", 5, "0.00"), ("sglang==0.5.23", 4, "0.00")],
 )  # fmt: skip
 def test_zero_acceptance_rate_per_release(engine, n, printed):
-    """§G: zero acceptance prints 1/(num_steps+1) in 0.5.3.post2-0.5.5 (scheduler_metrics_mixin.py
+    """Zero acceptance prints 1/(num_steps+1) in 0.5.3.post2-0.5.5 (scheduler_metrics_mixin.py
     :257-272), 1/D in 0.5.6-0.5.10 (0.5.6 :276-294), 0.00 from 0.5.11 (observability/
     scheduler_metrics_mixin.py:528-547; 0.5.23 metrics_reporter.py:973-1005)."""
     formula = pick(ACCEPT_RATE, parse_engine(engine)).value
@@ -126,7 +126,7 @@ def test_acceptance_decay(tmp_path):
 
 
 def test_expected_accept_len_and_chain_cap(tmp_path):
-    """A chain of k drafts caps accept len at k + 1 (§G: 0 ≤ a ≤ num_steps): 3.10 with
+    """A chain of k drafts caps accept len at k + 1 (0 ≤ accepted drafts ≤ num_steps, 0.4.6.post1 speculative/eagle_utils.py:449): 3.10 with
     num_steps 1 is impossible; 1.00 against an offline 3.2 is below expectation."""
     p = tmp_path / "x.log"
     p.write_text(

@@ -35,7 +35,7 @@ def test_sglang_gauges(tmp_path):
 
 
 def test_vllm_counters_with_per_position(tmp_path):
-    """vLLM V1 SpecDecodingProm counters (vllm-eagle3.md §5): exposed with `_total`; two engines'
+    """vLLM V1 SpecDecodingProm counters (0.33.0 vllm/v1/spec_decode/metrics.py:200-262): exposed with `_total`; two engines'
     label sets are summed; per-position = accepted at i / drafts."""
     reg = CollectorRegistry()
     lab = ["model_name", "engine"]
@@ -102,7 +102,7 @@ def test_meta_info_jsonl_histogram(tmp_path):
 
 
 def test_vllm_v0_gauges_and_counters(tmp_path):
-    """V0 (≤0.9.x, vllm-eagle3.md §5): gauges vllm:spec_decode_draft_acceptance_rate /
+    """V0 (≤0.9.x, 0.9.2 vllm/engine/metrics.py:203-222): gauges vllm:spec_decode_draft_acceptance_rate /
     _efficiency and counters vllm:spec_decode_num_{accepted,draft,emitted}_tokens_total; there
     is no drafts counter, so the rate is known and accept len is not; zero acceptance still shows."""
     reg = CollectorRegistry()
@@ -133,7 +133,7 @@ def test_vllm_v0_gauges_and_counters(tmp_path):
     ],
 )  # fmt: skip
 def test_meta_info_keys_date_the_release(tmp_path, keys, label):
-    """meta_info keys per release (sglang-eagle3.md §F.3, managers/tokenizer_manager.py):
+    """meta_info keys per release (managers/tokenizer_manager.py; 0.5.10 :1919-1943):
     spec_accept_rate/length ≥0.5.3.post2; spec_accepted_drafts 0.5.11-0.5.15; spec_accept_histogram
     0.5.10-0.5.15; spec_num_correct_drafts ≥0.5.12 (0.5.23 keeps only the latter family)."""
     meta = {"completion_tokens": 301, "spec_verify_ct": 100, "spec_accept_length": 3.01, **keys}
@@ -142,3 +142,17 @@ def test_meta_info_keys_date_the_release(tmp_path, keys, label):
     (run,) = parse_files([p])
     assert run.engine == label
     assert run.accept_len.mean == pytest.approx(keys.get("spec_accept_length", 3.01))
+
+
+def test_lmdeploy_counters(tmp_path):
+    """LMDeploy 0.18.0 lmdeploy/metrics/loggers.py:211-234: vLLM's counter names under
+    `lmdeploy:`; accept len 1 + accepted / drafts from the totals since start."""
+    reg = CollectorRegistry()
+    lab = ["model_name"]
+    for name, v in (("drafts", 400), ("draft_tokens", 1200), ("accepted_tokens", 0)):
+        Counter(f"lmdeploy:spec_decode_num_{name}", "d", lab, registry=reg).labels("m").inc(v)
+    p = tmp_path / "lmdeploy.prom"
+    p.write_bytes(generate_latest(reg))
+    (run,) = parse_files([p])
+    assert run.engine == "lmdeploy" and run.accept_len.mean == 1.0 and run.scopes == {"lifetime": 1}
+    assert "ZERO_ACCEPTANCE" in {f.code for f in analyze([run]).findings}

@@ -1,5 +1,5 @@
-"""SGLang decode-log lines rendered from each release's format (shared/reference/sglang-eagle3.md
-§F.2) are read, and the format alone narrows the release."""
+"""SGLang decode-log lines rendered from each release's format (sources
+in each test) are read, and the format alone narrows the release."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def write(tmp_path, text: str, name: str = "server.log"):
     ("versions", "source", "line", "label"), FORMATS, ids=[f[0] for f in FORMATS]
 )
 def test_every_decode_format_is_read_and_dated(tmp_path, versions, source, line, label):
-    """Each rendered line (sglang-eagle3.md §F.2; versions and sources: 0.4.4.post2
+    """Each rendered line (versions and sources: 0.4.4.post2
     managers/scheduler.py:1079-1087, 0.4.6.post1 scheduler.py:1044-1068, 0.4.8
     scheduler.py:1316-1342, 0.4.10 scheduler_metrics_mixin.py:170-191, 0.5.3.post2 :251,272, 0.5.4
     :249,270, 0.5.6 :270-307, 0.5.10 observability/scheduler_metrics_mixin.py:608-657, 0.5.11
@@ -72,7 +72,7 @@ def test_every_decode_format_is_read_and_dated(tmp_path, versions, source, line,
 
 
 def test_rate_arithmetic_gives_d_per_release(tmp_path):
-    """§G worked check, issue #11948 (0.5.3.post3, steps=3, D=4): 2.05/4 → 0.51 under
+    """Worked check, issue #11948 (0.5.3.post3, steps=3, D=4): 2.05/4 → 0.51 under
     0.5.3.post2 scheduler_metrics_mixin.py:257-272; the same accept len prints 0.35 under 0.5.11
     observability/scheduler_metrics_mixin.py:528-547 ((2.05−1)/(4−1)). Both imply D = 4."""
     old = write(tmp_path, FORMATS[4][2] + "\n", "old.log")
@@ -85,7 +85,7 @@ def test_rate_arithmetic_gives_d_per_release(tmp_path):
 
 
 def test_prefixes_hybrid_pd_graph_and_dspark_fields(tmp_path):
-    """Prefix orders DP/PP/TP/EP and .msecs (§F.1; 0.5.10 utils/common.py:1136-1142), hybrid SWA
+    """Prefix orders DP/PP/TP/EP and .msecs (0.5.10 utils/common.py:1136-1142), hybrid SWA
     pool fields and PD-decode fields (0.5.10 observability/scheduler_metrics_mixin.py:553-623),
     `npu graph` (≥0.5.9, :648-654), MFU suffix after #queue-req (:659-668), and DSpark `cap len` /
     `block accept len` (≥0.5.16, 0.5.23 metrics_reporter.py:963-1042) are all read."""

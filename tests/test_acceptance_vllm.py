@@ -1,4 +1,4 @@
-"""vLLM spec-decode log families (shared/reference/vllm-eagle3.md §5), rendered with the
+"""vLLM spec-decode log families (0.9.2-0.33.0 vllm/v1/spec_decode/metrics.py), rendered with the
 release's `%`-format, and `vllm bench serve` result blocks."""
 
 from __future__ import annotations
@@ -35,11 +35,13 @@ def write(tmp_path, text, name="vllm.log"):
 
 
 def test_v0_speculative_metrics(tmp_path):
-    """V0 engine (≤0.9.x) vllm/engine/metrics.py:475: accept len = 1 + accepted·k / draft tokens."""
+    """V0 engine (≤0.9.x; 0.9.2 vllm/engine/metrics.py:454-463): accept len = emitted tokens ·
+    k / draft tokens (spec_decode/metrics.py:168-213): 3000 draft tokens of k = 3 are 1000 verify
+    steps that emitted 2536 tokens."""
     line = "INFO 10-22 10:27:58 metrics.py:475] " + V0.format(0.512, 0.634, 3, 1536, 3000, 2536)
     (run,) = parse_files([write(tmp_path, line + "\n")])
     assert run.engine_name == "vllm"
-    assert run.accept_len.mean == pytest.approx(1 + 1536 * 3 / 3000)
+    assert run.accept_len.mean == pytest.approx(2536 * 3 / 3000)
     assert run.accept_rate.mean == pytest.approx(0.512)
     assert run.engine == "vllm<0.10.0"
 

@@ -319,3 +319,31 @@ def test_any_transformers_causal_lm_target_runs(tmp_path, prompts, vocab):
     assert bool(mismatch) == (vocab != 512)
     if mismatch:
         assert "512-token vocabulary, the target 300" in mismatch[0].title
+
+
+class _Terminal:
+    """A stderr that says it is a terminal, as a shell's is."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        self.text += s
+        return len(s)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_progress_bar_only_on_a_terminal(target, prompts, capsys, monkeypatch):
+    """Piped stderr (CI logs) gets no progress bar, so no \\r-joined lines; a terminal does."""
+    few = {"prompts": prompts[:60], "target": target, "progress": True}
+    evaluate(TARGET, DRAFT, **few)
+    assert capsys.readouterr().err == ""
+    terminal = _Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    evaluate(TARGET, DRAFT, **few)
+    assert "offline acceptance" in terminal.text and "\r" in terminal.text

@@ -2,25 +2,27 @@
 
 One scrape is one window. SGLang exports gauges set at each decode log (`sglang:spec_accept_length`,
 `sglang:spec_accept_rate`, ≥0.5.13 `sglang:spec_num_steps` / `sglang:spec_num_draft_tokens`;
-sglang-eagle3.md §F.3); vLLM V1 exports counters (`vllm:spec_decode_num_drafts`,
+0.5.23 observability/metrics_collector.py:512-542); vLLM V1 exports counters (`vllm:spec_decode_num_drafts`,
 `…_num_draft_tokens`, `…_num_accepted_tokens`, `…_num_accepted_tokens_per_pos{position}`;
-vllm-eagle3.md §5), from which accept len, rate and per-position rates follow; V0 (≤0.9.x) has
+0.33.0 vllm/v1/spec_decode/metrics.py:200-262), from which accept len, rate and per-position rates follow; V0 (≤0.9.x) has
 `vllm:spec_decode_draft_acceptance_rate` / `…_efficiency` gauges and token counters only.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TextIO
 
-from prometheus_client.parser import text_fd_to_metric_families
-
-from kit.acceptance.model import Run, Window
+from kit.acceptance.model import Kind, Run, Window
 from kit.errors import KitError
 
 
 def looks_like(head: str) -> bool:
-    return "sglang:spec_" in head or "vllm:spec_decode" in head or head.startswith("# HELP")
+    return any(m in head for m in ("sglang:spec_", "vllm:spec_decode", "lmdeploy:spec_decode")) or (
+        head.startswith("# HELP")
+    )
 
 
 def _base(name: str) -> str:
@@ -30,32 +32,64 @@ def _base(name: str) -> str:
     return name
 
 
-def read(f: TextIO, run: Run) -> None:
-    """Fold one scrape into `run` (one window); a malformed exposition is a `KitError`."""
-    first: dict[str, float] = {}
-    sums: dict[str, float] = defaultdict(float)
-    per_pos: dict[int, float] = defaultdict(float)
+PER_POS = "spec_decode_num_accepted_tokens_per_pos"  # vllm: and, with the same names, lmdeploy:
+COUNTER_ENGINES = ("vllm", "lmdeploy")  # kit.engines.lmdeploy.acceptance.COUNTERS
+
+
+@dataclass
+class Scrape:
+    """One exposition: each metric's first sample (gauges), the sum over label sets (counters
+    of several engines), and vLLM's accepted tokens per draft position."""
+
+    first: dict[str, float] = field(default_factory=dict)
+    sums: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    per_pos: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+
+    @property
+    def engine(self) -> str | None:
+        if "sglang:spec_accept_length" in self.first:
+            return "sglang"
+        for name in COUNTER_ENGINES:
+            if f"{name}:spec_decode_num_drafts" in self.sums or (
+                f"{name}:spec_decode_num_draft_tokens" in self.sums
+            ):
+                return name
+        return None
+
+
+def parse(lines: Iterable[str] | TextIO, where: str) -> Scrape:
+    """Parse Prometheus text; a malformed exposition is a `KitError` naming `where`."""
+    from prometheus_client.parser import text_fd_to_metric_families  # only when metrics are read
+
+    scrape = Scrape()
     try:
-        for family in text_fd_to_metric_families(f):
+        for family in text_fd_to_metric_families(lines):
             for s in family.samples:
                 if s.name.endswith("_created"):
                     continue
                 name = _base(s.name)
-                first.setdefault(name, s.value)
-                sums[name] += s.value
-                if name == "vllm:spec_decode_num_accepted_tokens_per_pos":
-                    per_pos[int(s.labels.get("position", 0))] += s.value
-    except (ValueError, TypeError) as e:
-        raise KitError(f"not valid Prometheus text exposition: {e}", run.source) from None
-    if "sglang:spec_accept_length" in first:
-        _sglang(first, run)
-    elif "vllm:spec_decode_num_drafts" in sums or "vllm:spec_decode_num_draft_tokens" in sums:
-        _vllm(sums, per_pos, run)
+                scrape.first.setdefault(name, s.value)
+                scrape.sums[name] += s.value
+                if name.endswith(PER_POS):
+                    scrape.per_pos[int(s.labels.get("position", 0))] += s.value
+    except (ValueError, TypeError, KeyError) as e:
+        raise KitError(f"not valid Prometheus text exposition: {e}", where) from None
+    return scrape
+
+
+def read(f: TextIO, run: Run) -> None:
+    """Fold one scrape into `run` (one window); a malformed exposition is a `KitError`."""
+    scrape = parse(f, run.source)
+    if scrape.engine == "sglang":
+        sglang_window(scrape.first, run)
+    elif scrape.engine in COUNTER_ENGINES:
+        _counters(scrape.engine, scrape.sums, scrape.per_pos, run)
     else:
         run.notes.append("no speculative-decoding metric in this exposition")
 
 
-def _sglang(g: dict[str, float], run: Run) -> None:
+def sglang_window(g: dict[str, float], run: Run) -> None:
+    """Fold SGLang's gauges (set at the last decode log line) into `run` as one window."""
     run.engine_name = "sglang"
     if "sglang:spec_num_steps" in g:
         run.num_steps = run.num_steps or int(g["sglang:spec_num_steps"])
@@ -68,27 +102,36 @@ def _sglang(g: dict[str, float], run: Run) -> None:
             accept_rate=g.get("sglang:spec_accept_rate"),
             throughput=g.get("sglang:gen_throughput"),
             running=int(g["sglang:num_running_reqs"]) if "sglang:num_running_reqs" in g else None,
-            kind="prometheus",
+            kind=Kind.PROMETHEUS,
         )
     )
 
 
-def _vllm(c: dict[str, float], per_pos: dict[int, float], run: Run) -> None:
-    run.engine_name = "vllm"
-    drafts = c.get("vllm:spec_decode_num_drafts", 0.0)
-    draft_tokens = c.get("vllm:spec_decode_num_draft_tokens", 0.0)
-    accepted = c.get("vllm:spec_decode_num_accepted_tokens", 0.0)
+def counters_window(
+    c: dict[str, float], per_pos: dict[int, float], kind: Kind, engine: str = "vllm"
+) -> Window:
+    """vLLM's (or LMDeploy's) acceptance from its counters (totals, or their increases over an
+    interval): accept len 1 + accepted / drafts, rate accepted / draft tokens, position i
+    accepted at i / drafts (`kit.engines.vllm.acceptance.INTERVAL_FROM_COUNTERS`)."""
+    drafts = c.get(f"{engine}:spec_decode_num_drafts", 0.0)
+    draft_tokens = c.get(f"{engine}:spec_decode_num_draft_tokens", 0.0)
+    accepted = c.get(f"{engine}:spec_decode_num_accepted_tokens", 0.0)
+    return Window(
+        accept_len=1 + accepted / drafts if drafts else None,
+        accept_rate=accepted / draft_tokens if draft_tokens else None,
+        per_position=tuple(per_pos[i] / drafts for i in sorted(per_pos)) if drafts else None,
+        accepted=int(accepted) if draft_tokens else None,
+        drafted=int(draft_tokens) if draft_tokens else None,
+        kind=kind,
+    )
+
+
+def _counters(engine: str, c: dict[str, float], per_pos: dict[int, float], run: Run) -> None:
+    run.engine_name = engine
+    drafts = c.get(f"{engine}:spec_decode_num_drafts", 0.0)
+    draft_tokens = c.get(f"{engine}:spec_decode_num_draft_tokens", 0.0)
     if drafts:
         run.num_steps = run.num_steps or round(draft_tokens / drafts)
     v0 = "vllm:spec_decode_efficiency" in c  # V0 gauges (≤0.9.x): no per-draft counts
-    run.formats[("vllm", "prometheus-v0" if v0 else "prometheus-v1")] += 1
-    run.add(
-        Window(
-            accept_len=1 + accepted / drafts if drafts else None,
-            accept_rate=accepted / draft_tokens if draft_tokens else None,
-            per_position=tuple(per_pos[i] / drafts for i in sorted(per_pos)) if drafts else None,
-            accepted=int(accepted),
-            drafted=int(draft_tokens),
-            kind="prometheus",
-        )
-    )
+    run.formats[(engine, "prometheus-v0" if v0 else "prometheus-v1")] += 1
+    run.add(counters_window(c, per_pos, Kind.COUNTERS, engine))

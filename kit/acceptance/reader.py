@@ -1,8 +1,12 @@
-"""`parse_files`: read logs, metrics and JSON into `Run`s, one per file, streaming line by line.
+"""`parse_files`: read logs, metrics and JSON into `Run`s, one per file, in flat memory.
 
-The kind of file is told from its first bytes: JSON (server info, meta_info, JSON lines),
-Prometheus text, or a log. A log may hold SGLang lines, vLLM lines and `vllm bench serve` blocks;
-lines of a second engine, garbage, binary and cut-off lines are counted as unparsed, never fatal.
+The kind of file is told from its first bytes: JSON (server info, meta_info, per-request metrics,
+iteration statistics; one value or JSON lines), Prometheus text, or a log. A log may hold any
+engine's lines, pasted fragments and multi-line result blocks (`kit.acceptance.logfile`); lines of
+a second engine, garbage, binary and cut-off lines are counted as unparsed, never fatal.
+
+The engine may be named with a release (`sglang==0.5.10`), by name only (`sglang`: the format
+tells the era) or not at all.
 """
 
 from __future__ import annotations
@@ -10,17 +14,35 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from kit.acceptance import prometheus, release, server_info, sglang_log, vllm_log
-from kit.acceptance.model import Run, Window
-from kit.acceptance.shapes import Shapes
-from kit.engines import parse_engine
+from kit.acceptance import fields, lines, prometheus, release, server_info
+from kit.acceptance.logfile import LogReader
+from kit.acceptance.model import Run
+from kit.engines import RELEASES, EngineRelease, parse_engine
 from kit.errors import KitError
 
-MAX_LINE = 1 << 16  # longer "lines" (binary data without newlines) are skipped in chunks
 JSON_WHOLE_LIMIT = 64 << 20
-_ACCESS_LOG = ("INFO:  ", "WARNING:  ", "ERROR:  ")  # uvicorn lines in both engines' server logs
+FAMILIES = ("sglang", "vllm", "lmdeploy", "tensorrt_llm", "llama.cpp")  # engines the logs name
+
+
+def given_engine(text: str | None) -> tuple[str | None, EngineRelease | None]:
+    """`sglang==0.5.10` → ("sglang", release); `sglang` → ("sglang", None); None → (None, None)."""
+    if not text:
+        return None, None
+    name = text.strip().partition("==")[0].strip().lower()
+    if "==" in text and name in RELEASES:
+        return name, parse_engine(text)
+    if "==" in text and name in FAMILIES:
+        raise KitError(
+            f"no {name} releases are modelled yet; give --engine {name} (the name alone)"
+        )
+    if name not in FAMILIES:
+        known = ", ".join(f"{n}==X" for n in RELEASES)
+        raise KitError(
+            f"unknown engine {text!r}; use {known}, or a name alone: {', '.join(FAMILIES)}"
+        )
+    return name, None
 
 
 def parse_files(
@@ -30,8 +52,9 @@ def parse_files(
     num_steps: int | None = None,
     topk: int | None = None,
 ) -> list[Run]:
-    """One `Run` per file. `engine` (e.g. "sglang==0.5.10") wins over what the format implies."""
-    given = parse_engine(engine) if engine else None
+    """One `Run` per file. `engine` (`sglang==0.5.10`, or `sglang` for the family only) wins
+    over what the format implies; a disagreement is recorded as a conflict."""
+    name, given = given_engine(engine)
     runs = []
     for path in paths:
         p = Path(path)
@@ -41,7 +64,7 @@ def parse_files(
             source=str(path), num_draft_tokens=num_draft_tokens, num_steps=num_steps, topk=topk
         )
         read_file(p, run)
-        release.infer(run, given)
+        release.infer(run, given, name)
         if run.engine_name == "sglang" and topk == 1 and num_draft_tokens and not num_steps:
             run.num_steps = num_draft_tokens - 1  # SGLang forces D = num_steps + 1 at topk 1
         runs.append(run)
@@ -50,23 +73,55 @@ def parse_files(
 
 def read_file(path: Path, run: Run) -> None:
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            head = f.read(4096)
-            f.seek(0)
-            stripped = head.lstrip()
-            if stripped[:1] == "{" or (stripped[:1] == "[" and stripped[1:].lstrip()[:1] in "{]"):
+        with open(path, "rb") as raw:
+            head = raw.read(4096).decode("utf-8", "replace")
+        stripped = head.lstrip()
+        if stripped[:1] == "{" or (stripped[:1] == "[" and stripped[1:].lstrip()[:1] in '{]"'):
+            with open(path, encoding="utf-8", errors="replace") as f:
                 _read_json(f, path, run)
-            elif prometheus.looks_like(stripped) and "Decode batch" not in head:
+        elif prometheus.looks_like(stripped) and "Decode batch" not in head:
+            with open(path, encoding="utf-8", errors="replace") as f:
                 try:
                     prometheus.read(f, run)
+                    return
                 except KitError as e:
                     run.notes.append(e.problem)
-                    f.seek(0)
-                    read_lines(f, run)
-            else:
-                read_lines(f, run)
+            _read_log(path, run)
+        else:
+            _read_log(path, run)
     except OSError as e:
         raise KitError(f"cannot read: {e.strerror or e}", path) from None
+
+
+def _read_log(path: Path, run: Run) -> None:
+    with open(path, "rb") as f:
+        LogReader(run).read(f)
+
+
+def read_json_value(obj: Any, run: Run, line_no: int = 0) -> bool:
+    """Fold one decoded JSON value (SGLang server info or meta_info, a vLLM completion with its
+    per-request metrics, TensorRT-LLM iteration statistics, or a list of them); False when it
+    holds none of them."""
+    if isinstance(obj, list):
+        return any([read_json_value(o, run, line_no) for o in obj])
+    if isinstance(obj, str) and obj.lstrip().startswith("{"):
+        try:
+            return read_json_value(json.loads(obj), run, line_no)
+        except ValueError:
+            return False
+    if not isinstance(obj, dict):
+        return False
+    if server_info.read(obj, run, line_no):
+        return True
+    parsed = lines.record(fields.flatten(obj), line_no)
+    if parsed is None:
+        return False
+    w, sig = parsed
+    if w is None:
+        run.other_lines += 1
+    else:
+        lines.add(run, w, sig, json.dumps(obj)[:400])
+    return True
 
 
 def _read_json(f: TextIO, path: Path, run: Run) -> None:
@@ -76,10 +131,10 @@ def _read_json(f: TextIO, path: Path, run: Run) -> None:
         except json.JSONDecodeError:
             f.seek(0)
         else:
-            if not server_info.read(obj, run):
+            if not read_json_value(obj, run):
                 run.unparsed("json without acceptance fields", json.dumps(obj)[:160], 1)
             return
-    for n, line in enumerate(_lines(f, run), 1):
+    for n, line in enumerate(f, 1):
         if not line.strip():
             continue
         try:
@@ -87,76 +142,5 @@ def _read_json(f: TextIO, path: Path, run: Run) -> None:
         except json.JSONDecodeError:
             run.unparsed("garbled json", line, n)
             continue
-        if not server_info.read(obj, run, n):
+        if not read_json_value(obj, run, n):
             run.unparsed("json without acceptance fields", line, n)
-
-
-def _lines(f: TextIO, run: Run) -> Iterable[str]:
-    """Lines of at most MAX_LINE characters; an over-long one is skipped and counted once."""
-    n = 0
-    while line := f.readline(MAX_LINE):
-        n += 1
-        if len(line) == MAX_LINE and not line.endswith("\n"):
-            while (rest := f.readline(MAX_LINE)) and not rest.endswith("\n"):
-                pass
-            run.unparsed("over-long line", line, n)
-            yield ""
-            continue
-        yield line
-
-
-def read_lines(f: TextIO, run: Run) -> None:
-    """The log loop: every line is a window, an engine line without figures, or unparsed.
-
-    SGLang decode lines of a shape already read take the fast path (`kit.acceptance.shapes`).
-    """
-    bench: vllm_log.BenchBlock | None = None
-    shapes = Shapes()
-    for n, line in enumerate(_lines(f, run), 1):
-        if shapes.fold(line, n, run):
-            continue
-        try:
-            parsed = sglang_log.parse_line(line, n) or vllm_log.parse_line(line, n)
-        except (sglang_log.Garbled, vllm_log.Garbled) as e:
-            run.unparsed(str(e), line, n)
-            continue
-        if parsed is not None:
-            if _add(run, *parsed, line=line):
-                shapes.learn(line)
-        elif bench is not None:
-            try:
-                w = bench.feed(line)
-            except ValueError:
-                run.unparsed("garbled bench block", line, n)
-                bench = None
-                continue
-            if w is not None:
-                _add(run, w, ("vllm", "bench"), line=line)
-                bench = None
-        elif vllm_log.BenchBlock.START in line:
-            bench = vllm_log.BenchBlock(n)
-        elif not line.strip():
-            continue
-        elif "\x00" in line or "\ufffd" in line:
-            run.unparsed("binary", line, n)
-        elif line.startswith(_ACCESS_LOG) or sglang_log.has_prefix(line) or vllm_log.prefix(line):
-            run.other_lines += 1
-        else:
-            run.unparsed("unknown line", line, n)
-    shapes.finish(run)
-
-
-def _add(run: Run, w: Window, sig: tuple, line: str) -> bool:
-    """Fold a parsed window into the run; False for a line of a second engine (unparsed)."""
-    if run.engine_name is None:
-        run.engine_name = sig[0]
-    elif run.engine_name != sig[0]:
-        run.unparsed(f"{sig[0]} line in a {run.engine_name} log", line, w.line_no)
-        return False
-    run.formats[sig] += 1
-    if "first" not in run.example_lines:
-        run.example_lines["first"] = f"line {w.line_no}: {line.rstrip()[:400]}"
-    if "floor" not in run.example_lines and w.at_floor:
-        run.example_lines["floor"] = f"line {w.line_no}: {line.rstrip()[:400]}"
-    run.add(w)
-    return True

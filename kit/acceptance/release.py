@@ -2,15 +2,17 @@
 
 The format narrows a version range (a `Decode batch [N],` header is 0.5.4; no trailing `, ` is
 ≥0.5.9; `cap len` is ≥0.5.16); the logged (accept len, accept rate) pairs then say which rate
-formula was in force, and with it the number of draft tokens D. A release the user gives wins;
-disagreement between it and the log is recorded as a conflict.
+formula was in force, and with it the number of draft tokens D. When more than one formula fits,
+every fitting one is kept as a possible reading (`Run.readings`) instead of picking one. A release
+the user gives wins; disagreement between it and the log (or the server's own version) is
+recorded as a conflict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from kit.acceptance.model import Run
 from kit.engines import RELEASES, EngineRelease, Row, VersionRange, pick
@@ -45,13 +47,15 @@ def _empty(r: VersionRange) -> bool:
 
 
 def _decode_rows(sig: tuple) -> list[Row]:
+    """Decode formats a signature allows; a trimmed line (trailing None) or bare fields (header
+    "fields") leave those parts open."""
     _, header, rate, graph, trailing, _extras = sig
     match = [
         row
         for row in sglang.DECODE_FORMATS
-        if row.value.header == header
-        and row.value.graph == (graph is not None)
-        and row.value.trailing == trailing
+        if header in (row.value.header, "fields")
+        and (header == "fields" or row.value.graph == (graph is not None))
+        and trailing in (row.value.trailing, None)
         and (rate is None or row.value.rate == rate)
     ]
     return [r for r in match if r.value.default] or match
@@ -82,8 +86,9 @@ def format_range(run: Run) -> None:
             rng = _intersect(rng, VersionRange("0.5.3.post2"))
         elif sig[0] == "vllm" and sig[1] in vllm.FAMILIES:
             rows = [vllm.FAMILIES[sig[1]]]
-            if sig[2] in vllm.LOG_CALL_LINE:
-                rows.append(vllm.LOG_CALL_LINE[sig[2]])
+            hint = vllm.LOG_CALL_LINE.get(sig[2])
+            if hint is not None and _overlaps(hint.versions, rows[0].versions):
+                rows.append(hint)  # the call line narrows the era only when it agrees
             for r in rows:
                 rng = _intersect(rng, r.versions)
         for r in rows:
@@ -167,17 +172,45 @@ def sglang_formula(run: Run, given: EngineRelease | None) -> None:
     if not fitting:
         run.conflicts.append("the logged accept rates fit no known SGLang formula")
         return
+    run.readings = [_reading(r, ns) for r, ns in fitting]
+    if len(fitting) > 1:  # the text does not say which: every fitting reading is reported
+        run.notes.append(
+            "the printed rates fit several releases' formulas; possible readings: "
+            + "; ".join(f"{r.versions}: {r.value.expr}" for r, _ in fitting)
+        )
+        return
     row, ns = fitting[0]
     run.formula = row
     if len(ns) == 1:
         _set_denominator(run, row.value, ns[0])
-    if len(fitting) == 1:
-        run.release_range = _intersect(run.release_range, row.versions)
-        run.format_sources.append(row.source)
-    else:
-        run.notes.append(
-            "rates fit several formulas: " + "; ".join(r.value.expr for r, _ in fitting)
-        )
+    run.release_range = _intersect(run.release_range, row.versions)
+    run.format_sources.append(row.source)
+
+
+def _reading(row: Row, ns: list[int]) -> dict:
+    """One possible reading of the printed rate: formula, releases, n, what zero prints."""
+    n = ns[0] if len(ns) == 1 else None
+    return {
+        "versions": str(row.versions),
+        "formula": row.value.expr,
+        "meaning": row.value.meaning,
+        "denominator": n,
+        "zero_acceptance_rate": round(row.value.zero_rate(n), 4) if n else None,
+        "source": row.source,
+    }
+
+
+def _server_version(run: Run, given: EngineRelease | None) -> None:
+    """The version a server reported (/get_server_info) against the release given."""
+    reported = run.facts.get("server_version")
+    if given is None or not reported or given.name != run.engine_name:
+        return
+    try:
+        same = Version(reported) == given.version
+    except InvalidVersion:
+        same = False
+    if not same:
+        run.conflicts.append(f"--engine {given} given, but the server reports version {reported}")
 
 
 def _overlaps(r: VersionRange, rng: VersionRange | None) -> bool:
@@ -195,22 +228,31 @@ def label(name: str, rng: VersionRange | None) -> str:
     return f"{name}{rng}".replace(">=0,", "")
 
 
-def infer(run: Run, given: EngineRelease | None) -> None:
-    """Fill the run's release range, formula, D and engine label; record conflicts."""
+def infer(run: Run, given: EngineRelease | None, name: str | None = None) -> None:
+    """Fill the run's release range, formula, D and engine label; record conflicts.
+
+    `given` is a release the user named; `name` an engine named without one (`--engine sglang`).
+    """
     format_range(run)
+    name = given.name if given is not None else name
+    if name and run.engine_name and run.engine_name != name:
+        run.conflicts.append(
+            f"--engine {given or name} given, but the log was written by {run.engine_name}"
+        )
+    elif name and run.engine_name is None:
+        run.engine_name = name
+    _server_version(run, given)
     if given is not None:
-        if run.engine_name and run.engine_name != given.name:
-            run.conflicts.append(
-                f"--engine {given} given, but the log was written by {run.engine_name}"
-            )
-        elif run.release_range is not None and given not in run.release_range:
+        if (
+            run.engine_name == given.name
+            and run.release_range is not None
+            and (given not in run.release_range)
+        ):
             run.conflicts.append(
                 f"--engine {given} given, but the line format is that of "
                 f"{label(given.name, run.release_range)} ({'; '.join(run.format_sources)})"
             )
         run.engine, run.engine_given = str(given), True
-        if run.engine_name is None:
-            run.engine_name = given.name
     if run.engine_name == "sglang":
         sglang_formula(run, given if given and given.name == "sglang" else None)
     if not run.engine_given and run.engine_name:

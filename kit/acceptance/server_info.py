@@ -2,17 +2,37 @@
 and per-request `meta_info` (`/generate` responses, one object, a list, or JSON lines).
 
 Sources: 0.5.10 `entrypoints/http_server.py:601-618` (server_info = server args + scheduler info +
-internal_states + version); meta_info keys per release in sglang-eagle3.md §F.3; the meta rate is
-accepted drafts / (verify_ct · (D − 1)) from 0.5.6 (0.5.10 `managers/tokenizer_manager.py:1919-1932`)
-and `spec_accept_histogram[i]` counts verify steps that accepted i drafts (`:1936-1943`).
+internal_states + version); `avg_spec_accept_length` = accepted tokens / verify steps summed since
+the server started (0.5.10 `managers/scheduler.py:3081-3084`): a lifetime figure, not the present
+one. The meta rate is accepted drafts / (verify_ct · (D − 1)) from 0.5.6 (0.5.10
+`managers/tokenizer_manager.py:1919-1932`) and `spec_accept_histogram[i]` counts verify steps that
+accepted i drafts (`:1936-1943`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kit.acceptance.model import Run, Window
+from kit.acceptance.model import Kind, Run, Window
 from kit.engines.sglang.acceptance import META_KEYS
+
+# The server arguments that decide what speculation runs (0.5.10 server_args.py:371-631).
+SERVER_ARGS = (
+    "model_path",
+    "speculative_algorithm",
+    "speculative_draft_model_path",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "speculative_accept_threshold_single",
+    "speculative_accept_threshold_acc",
+    "tp_size",
+    "dp_size",
+    "enable_dp_attention",
+    "disable_cuda_graph",
+    "disable_overlap_schedule",
+    "dtype",
+)
 
 
 def read(obj: Any, run: Run, line_no: int = 0) -> bool:
@@ -38,10 +58,13 @@ def _server_info(info: dict[str, Any], run: Run) -> None:
     run.num_draft_tokens = run.num_draft_tokens or info.get("speculative_num_draft_tokens")
     if isinstance(info.get("version"), str):
         run.facts["server_version"] = info["version"]
+    run.facts["server_args"] = {k: info[k] for k in SERVER_ARGS if k in info}
     for state in info.get("internal_states") or []:
         if isinstance(state, dict) and state.get("avg_spec_accept_length") is not None:
             run.formats[("sglang", "server_info")] += 1
-            run.add(Window(accept_len=float(state["avg_spec_accept_length"]), kind="server_info"))
+            run.add(
+                Window(accept_len=float(state["avg_spec_accept_length"]), kind=Kind.SERVER_INFO)
+            )
 
 
 def _meta_info(meta: dict[str, Any], run: Run, line_no: int) -> None:
@@ -71,7 +94,7 @@ def _meta_info(meta: dict[str, Any], run: Run, line_no: int) -> None:
             accepted=accepted,
             drafted=drafted,
             line_no=line_no,
-            kind="meta_info",
+            kind=Kind.META_INFO,
         )
     )
 

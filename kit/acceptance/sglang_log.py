@@ -1,9 +1,13 @@
-"""SGLang log lines: `Decode batch` in every release's shape, and `avg_spec_accept_length=`.
+"""SGLang log lines: `Decode batch` in every release's shape, the same fields pasted without their
+line, and `avg_spec_accept_length=`.
 
-Logger format `[%(asctime)s{.ms}{ DP/PP/TP/EP ranks}] %(message)s` (sglang-eagle3.md §F.1). The
-message is read by field name (`key: value` joined by `, `), so hybrid-pool, PD-disaggregation,
-MFU and DSpark fields are read when present and never break the parse. A decode line without
-`#queue-req` (every release prints it) was cut off and counts as unparsed.
+Logger format `[%(asctime)s{.ms}{ DP/PP/TP/EP ranks}] %(message)s` (0.5.10
+`utils/common.py:1136-1142`). The message is read by field name (`key: value` joined by `, `), so
+hybrid-pool, PD-disaggregation, MFU and DSpark fields are read when present and never break the
+parse. Every release ends a decode line with `#queue-req`; a line without it is one a user trimmed
+(`[DP0 TP0] Decode batch, accept len: …, accept rate: …, cuda graph: …`) when its last field is
+whole, and one cut off mid-field (unparsed) otherwise. A bare `accept len: …, accept rate: …` is
+read the same way; its release is then told by the figures alone.
 """
 
 from __future__ import annotations
@@ -12,14 +16,18 @@ import calendar
 import re
 from dataclasses import dataclass
 
-from kit.acceptance.model import AT_FLOOR, Window
+from kit.acceptance.model import AT_FLOOR, Kind, Window
 
-_PREFIX = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: [A-Z_]+\d+)*\] ")
+_PREFIX = re.compile(r"\[(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?)?(?: ?[A-Z_]+\d+)*\] ")
 _EXTRA_KEYS = ("cap len", "block accept len")
 _AVG = re.compile(r"avg_spec_accept_length=([0-9.]+)\s*$")
+# The last field of a trimmed line: SGLang prints figures with `:.2f`, counts as integers.
+_WHOLE_FIELD = re.compile(r"[^:,]+: (?:\d+\.\d\d|\d+|True|False)")
+FRAGMENT_KEY = "accept len: "
+_FRAGMENT = re.compile(r"(?<![\w-])(?<!block )accept len: ")
 
-# (header, has rate, graph label or None, trailing ", ", extra fields present)
-Signature = tuple[str, str, bool | None, str | None, bool, tuple[str, ...]]
+# (engine, header, has rate, graph label or None, trailing ", " (None: trimmed), extra fields)
+Signature = tuple[str, str, bool | None, str | None, bool | None, tuple[str, ...]]
 
 
 class Garbled(Exception):
@@ -77,7 +85,7 @@ class Layout:
     """Where a decode line's figures sit (slices of the line) and its format signature.
 
     Lines that differ only in their digits share a layout, so a layout read once serves every
-    later line of that shape (`kit.acceptance.shapes`).
+    later line of that shape (`kit.acceptance.columns`).
     """
 
     sig: Signature
@@ -96,6 +104,7 @@ class Layout:
                 throughput=_num(line, self.throughput, float),
                 running=_num(line, self.running, int),
                 line_no=line_no,
+                kind=Kind.DECODE,
             )
         except ValueError as e:
             raise Garbled(f"decode field: {e}") from None
@@ -105,34 +114,33 @@ class Layout:
         return self.accept_len is not None and float(line[self.accept_len]) < AT_FLOOR
 
 
-def decode_layout(line: str) -> Layout | None:
-    """The layout of a `Decode batch` line; None for any other line.
-
-    Raises `Garbled` for a decode line whose header or `#queue-req` cannot be read.
-    """
-    i = line.find("Decode batch")
-    if i < 0:
-        return None
-    start = i + 12
-    body = line[start:].rstrip("\r\n")
+def _header(body: str) -> tuple[str, int]:
+    """The decode header after `Decode batch` and how many characters it takes."""
     if body.startswith(". "):
-        header, skip = "dot", 2
-    elif body.startswith(", "):
-        header, skip = "comma", 2
-    elif body.startswith(" ["):
+        return "dot", 2
+    if body.startswith(", "):
+        return "comma", 2
+    if body.startswith(" ["):
         end = body.find("], ")
-        if end < 0 or not body[2:end].isdigit():
-            raise Garbled("decode header")
-        header, skip = "iter", end + 3
-    else:
-        raise Garbled("decode header")
-    rest, at = body[skip:], start + skip
-    queue = _value(rest, ", #queue-req: ")
-    if queue is None or not rest[queue[0] : queue[1]].isdigit():
-        raise Garbled("decode line cut off before #queue-req")
+        if end > 2 and body[2:end].isdigit():
+            return "iter", end + 3
+    raise Garbled("decode header")
+
+
+def _trimmed(rest: str) -> bool:
+    """A line without `#queue-req` is one a user trimmed when it still holds accept len and its
+    last field is whole; otherwise it was cut off."""
+    if ", accept len: " not in ", " + rest:
+        return False
+    last = rest.rstrip(", ").rsplit(", ", 1)[-1]
+    return rest.endswith(", ") or _WHOLE_FIELD.fullmatch(last) is not None
+
+
+def _fields(rest: str, at: int, header: str, trailing: bool | None) -> Layout:
+    """The layout of the fields in `rest` (which starts `at` characters into the line)."""
     g = rest.find(" graph: ")
     graph = rest[rest.rfind(", ", 0, g) + 2 : g] + " graph" if g >= 0 else None
-    al = _slice(_value(rest, ", accept len: "), at)
+    al = _slice(_value(", " + rest, ", accept len: "), at - 2)
     ar = _slice(_value(rest, ", accept rate: "), at)
     extras = (
         tuple(k for k in _EXTRA_KEYS if f", {k}: " in rest)
@@ -141,12 +149,44 @@ def decode_layout(line: str) -> Layout | None:
     )
     rate = None if al is None else ar is not None
     return Layout(
-        sig=("sglang", header, rate, graph, rest.endswith(", "), extras),
+        sig=("sglang", header, rate, graph, trailing, extras),
         accept_len=al,
         accept_rate=ar,
         throughput=_slice(_value(rest, ", gen throughput (token/s): "), at),
         running=_slice(_value(", " + rest, ", #running-req: "), at - 2),
     )
+
+
+def decode_layout(line: str) -> Layout | None:
+    """The layout of a `Decode batch` line; None for any other line.
+
+    Raises `Garbled` for a decode line whose header cannot be read or that was cut off.
+    """
+    i = line.find("Decode batch")
+    if i < 0:
+        return None
+    start = i + 12
+    body = line[start:].rstrip("\r\n")
+    header, skip = _header(body)
+    rest, at = body[skip:], start + skip
+    queue = _value(rest, ", #queue-req: ")
+    if queue is not None and rest[queue[0] : queue[1]].isdigit():
+        return _fields(rest, at, header, rest.endswith(", "))
+    if _trimmed(rest):
+        return _fields(rest, at, header, None)
+    raise Garbled("decode line cut off before #queue-req")
+
+
+def fragment_layout(line: str) -> Layout | None:
+    """The layout of decode fields pasted without their `Decode batch` line
+    (`accept len: 1.00, accept rate: 0.20`); None when the line holds no accept len."""
+    m = _FRAGMENT.search(line)
+    if m is None or "Decode batch" in line:
+        return None
+    rest = line[m.start() :].rstrip("\r\n")
+    if not _trimmed(rest):
+        raise Garbled("accept len fields cut off")
+    return _fields(rest, m.start(), "fields", None)
 
 
 def parse_line(line: str, line_no: int) -> tuple[Window, Signature] | None:
@@ -155,10 +195,12 @@ def parse_line(line: str, line_no: int) -> tuple[Window, Signature] | None:
     Raises `Garbled` for a decode line that cannot be read.
     """
     layout = decode_layout(line)
+    if layout is None and FRAGMENT_KEY in line:
+        layout = fragment_layout(line)
     if layout is not None:
         return layout.window(line, line_no), layout.sig
     m = _AVG.search(line) if "avg_spec_accept_length=" in line else None
     if m is None:
         return None
-    w = Window(t=timestamp(line), accept_len=float(m.group(1)), line_no=line_no, kind="avg_spec")
+    w = Window(t=timestamp(line), accept_len=float(m.group(1)), line_no=line_no, kind=Kind.AVG_SPEC)
     return w, ("sglang", "avg_spec", False, None, False, ())

@@ -5,16 +5,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kit.commands._common import positive_int
+from kit.commands._common import add_fail_on, gate, positive_int
+from kit.errors import KitError
 
 HELP = (
-    "Read SGLang/vLLM decode logs, metrics or server-info JSON; interpret acceptance per release."
+    "Read SGLang, vLLM, LMDeploy, llama.cpp or TensorRT-LLM logs, metrics or JSON; interpret "
+    "acceptance per release."
 )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("logs", nargs="+", metavar="LOG", help="log, Prometheus text or JSON files")
-    p.add_argument("--engine", help="engine release the logs come from, e.g. sglang==0.5.10")
+    p.add_argument(
+        "--engine",
+        help="engine the logs come from: a release (sglang==0.5.10) or a name alone (sglang, "
+        "vllm, lmdeploy, tensorrt_llm, llama.cpp); default: told from the format",
+    )
     p.add_argument(
         "--num-draft-tokens",
         type=positive_int,
@@ -33,16 +39,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="draft/target forward-cost ratio c for the speedup model (default 0.05)",
     )
-    p.add_argument("--compare", action="store_true", help="compare the first LOG with the others")
+    p.add_argument(
+        "--compare", action="store_true", help="compare the first LOG with each of the others"
+    )
     p.add_argument("--plot", metavar="HTML", help="write the figures to this HTML file")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_fail_on(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from kit.acceptance import analyze, compare, parse_files
-    from kit.acceptance.analysis import DEFAULT_DRAFT_COST
-    from kit.findings import dumps, render_table
+    from kit.acceptance.speedup import DEFAULT_DRAFT_COST
+    from kit.findings import dumps
 
+    if args.compare and len(args.logs) < 2:
+        raise KitError("--compare needs two logs or more: the first is compared with the others")
     opts = dict(
         engine=args.engine,
         num_draft_tokens=args.num_draft_tokens,
@@ -59,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         draft_cost=args.draft_cost if args.draft_cost is not None else DEFAULT_DRAFT_COST,
     )
     comparisons = [compare(runs[0], r) for r in runs[1:]] if args.compare else []
+    findings = report.findings + [f for c in comparisons for f in c.findings]
     if args.plot:
         _plot(args.plot, runs, args.expected_accept_len)
     if args.json:
@@ -66,15 +78,24 @@ def run(args: argparse.Namespace) -> int:
         if comparisons:
             out["comparisons"] = [c.to_dict() for c in comparisons]
         print(dumps(out))
-        return 0
+    else:
+        _print(report.to_dict()["runs"], findings)
+    return gate(findings, args.fail_on)
+
+
+def _print(runs: list[dict], findings: list) -> None:
     from kit.console import make_console
+    from kit.findings import render_table
 
     console = make_console()
-    console.print(_runs_table(report.to_dict()["runs"]))
-    for c in comparisons:
-        report.findings.extend(c.findings)
-    console.print(render_table(report.findings, "Acceptance findings"))
-    return 0
+    console.print(_runs_table(runs))
+    for r in runs:
+        for note in r["notes"]:  # possible readings, inferred settings, what was not read
+            console.print(f"{Path(r['source']).name}: {note}", highlight=False)
+    if findings:
+        console.print(render_table(findings, "Acceptance findings"))
+    else:
+        console.print("Acceptance findings: no findings.")
 
 
 def _runs_table(runs: list[dict]):
@@ -85,6 +106,7 @@ def _runs_table(runs: list[dict]):
         "source",
         "engine",
         "windows",
+        "covers",
         "accept len mean/p50",
         "accept rate",
         "rate formula",
@@ -92,11 +114,13 @@ def _runs_table(runs: list[dict]):
         t.add_column(col)
     for r in runs:
         al, ar, it = r["accept_len"], r["accept_rate"], r["interpretation"]
+        p50 = "–" if al["p50"] is None else f"{al['p50']:.2f}"
         t.add_row(
             Path(r["source"]).name,
             str(r["engine"]),
             str(r["windows"]),
-            "–" if al["mean"] is None else f"{al['mean']:.2f} / {al['p50']:.2f}",
+            ", ".join(r["scopes"]) or "–",
+            "–" if al["mean"] is None else f"{al['mean']:.2f} / {p50}",
             "–" if ar["mean"] is None else f"{ar['mean']:.2f}",
             it.get("rate_formula") or "–",
         )

@@ -21,10 +21,14 @@ V1_RATE = (
     "accepted draft tokens / drafted tokens over the interval (bonus token excluded); "
     "zero acceptance prints 0.0%"
 )
+V0_RATE = (
+    "draft tokens the target accepted / draft tokens, counting a token accepted after an earlier "
+    "rejection too (0.9.2 vllm/spec_decode/metrics.py:39-46), so it can exceed what is emitted"
+)
 # Spec-decode log families.
 FAMILIES: dict[str, Row[LogFamily]] = {
-    "v0": Row(VersionRange("0", "0.10.0"), LogFamily("V0 Speculative metrics", V1_RATE),
-              "vllm/engine/metrics.py:475 (V0 engine)"),
+    "v0": Row(VersionRange("0", "0.10.0"), LogFamily("V0 Speculative metrics", V0_RATE),
+              "0.9.2 vllm/engine/metrics.py:439-441,454-463 (V0 engine)"),
     "v1-0.8.3": Row(VersionRange("0.8.3", "0.8.5"), LogFamily("V1 SpecDecoding (0.8.3-0.8.4)", V1_RATE),
                     "vllm/v1/spec_decode/metrics.py (0.8.3-0.8.4)"),
     "v1-0.8.5": Row(VersionRange("0.8.5", "0.10.2"),
@@ -35,7 +39,9 @@ FAMILIES: dict[str, Row[LogFamily]] = {
                      ":120 (0.24-0.33)"),
 }  # fmt: skip
 
-# `[metrics.py:N]` in the log prefix pins the release further (the line of the `log_fn(` call).
+# `[metrics.py:N]` in the log prefix narrows the release further when N is the line of a released
+# `log_fn(` call; a build from another commit logs from another line, so an unknown N (or one
+# that contradicts the line's family) is only a hint and is ignored.
 LOG_CALL_LINE: dict[int, Row[str]] = {
     82: Row(VersionRange("0.8.5", "0.9.2"), "metrics.py:82", "vllm 0.8.5 v1/spec_decode/metrics.py:82"),
     87: Row(VersionRange("0.9.2", "0.10.2"), "metrics.py:87", "vllm 0.9.2-0.10.1.1 metrics.py:87"),
@@ -43,6 +49,44 @@ LOG_CALL_LINE: dict[int, Row[str]] = {
     100: Row(VersionRange("0.11.2", "0.24.0"), "metrics.py:100", "vllm 0.11.2-0.18 metrics.py:100"),
     120: Row(VersionRange("0.24.0"), "metrics.py:120", "vllm 0.24-0.33 metrics.py:120"),
 }  # fmt: skip
+
+# V0 (`Speculative metrics:`) accept length. The V0 sampler counts a draft accepted wherever the
+# target agreed with it, even after an earlier rejection (0.9.2 model_executor/layers/
+# spec_decode_base_sampler.py:132), while it emits only the accepted prefix plus one token
+# (:133). Tokens per verify step are therefore emitted / (draft tokens / k), and system efficiency
+# = emitted / (draft tokens / k · (k + 1)) (0.9.2 vllm/spec_decode/metrics.py:168-213).
+V0_ACCEPT_LEN = Row(
+    VersionRange("0", "0.10.0"),
+    "emitted tokens · k / draft tokens (= system efficiency · (k + 1))",
+    "0.9.2 vllm/spec_decode/metrics.py:168-213; model_executor/layers/"
+    "spec_decode_base_sampler.py:132-133",
+)
+
+# Per-request figures with `--per-request-spec-decode-metrics summary|detailed`: the completion's
+# `metrics.speculative_decoding` object (absent in 0.28.0, present in 0.33.0).
+PER_REQUEST = Row(
+    VersionRange("0.33.0"),
+    "mean_acceptance_length = 1 + accepted / num_spec_steps; draft_acceptance_rate = accepted / "
+    "num_draft_tokens; acceptance_histogram[j] = verify steps that accepted j drafts",
+    "0.33.0 vllm/v1/metrics/stats.py:397-422; entrypoints/generate/base/protocol.py:100-119; "
+    "engine/arg_utils.py:1694",
+)
+
+# `python examples/offline_inference/spec_decode.py`: totals of the whole run from
+# `llm.get_metrics()`, one figure a line; `acceptance at token i` = accepted at i / num_drafts.
+EXAMPLE_OUTPUT = Row(
+    VersionRange("0.9.2"),
+    "mean acceptance length = 1 + num_accepted_tokens / num_drafts",
+    "0.18.0 examples/offline_inference/spec_decode.py:207-219 (0.9.2 :128-140)",
+)
+
+# The counters are cumulative since the server started; the acceptance of an interval is the
+# ratio of the counters' increases over it (the PromQL the release documents).
+INTERVAL_FROM_COUNTERS = Row(
+    VersionRange("0.9.2"),
+    "Δaccepted / Δdraft_tokens; 1 + Δaccepted / Δdrafts; Δaccepted_per_pos[i] / Δdrafts",
+    "0.33.0 vllm/v1/spec_decode/metrics.py:178-196",
+)
 
 ACCEPT_LEN_SOURCE = (
     "vllm: mean acceptance length = 1 + accepted / num_drafts; per-position = accepted at "

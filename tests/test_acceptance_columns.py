@@ -1,0 +1,169 @@
+"""The fast path for known line shapes (kit.acceptance.columns, kit.acceptance.logfile) reads a log
+exactly as the field-by-field reader does: same windows, statistics, formats, examples and
+unparsed lines."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kit.acceptance import columns, logfile, model, parse_files
+from kit.acceptance.model import Run
+
+PREFIXES = ["[2026-01-05 08:{m:02d}:{s:02d}] ", "[2026-01-05 08:{m:02d}:{s:02d}.{ms:03d} DP1 TP3] "]
+FIGURES = "accept len: {al:.2f}, accept rate: {ar:.2f}, "
+TAIL = "{graph} graph: True, gen throughput (token/s): {tp:.2f}, #queue-req: {q}"
+BODIES = [
+    "Decode batch, #running-req: {r}, #token: {tok}, token usage: 0.01, " + FIGURES + TAIL,
+    "Decode batch. #running-req: {r}, #token: {tok}, token usage: 0.01, " + FIGURES + TAIL + ", ",
+    "Decode batch [{it}], #running-req: {r}, #token: {tok}, token usage: 0.01, " + FIGURES + TAIL,
+    "Decode batch, #running-req: {r}, #token: {tok}, token usage: 0.01, " + TAIL,  # spec off
+]
+OTHERS = [
+    "[2026-01-05 08:00:00] Prefill batch, #new-seq: 1, #new-token: 12, #queue-req: 0",
+    "[2026-01-05 08:00:00] avg_spec_accept_length=2.3456",
+    "some words without a prefix",
+    "",
+    "[DP0 TP0] Decode batch, accept len: 1.00, accept rate: 0.20, cuda graph: True",  # trimmed
+]
+# Lines one character off a learned shape: each must be read as the field reader reads it.
+ODD = [
+    "[2026-01-05 08:00:00] Decode batch, #running-req: 3, #token: , token usage: 0.01, "
+    + FIGURES
+    + TAIL,  # an empty count the field reader does not read
+    "[2026-01-05 08:00:00] Decode batch, #running-req: 3, #token: 123456789012, token usage: 0.01, "
+    + FIGURES
+    + TAIL,  # wider than one 8-byte word
+    "[2026-01-05 08:00:00] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
+    "accept len: 12.345, accept rate: 0.10, " + TAIL,  # three decimals
+    "[2026-01-05 08:00:00] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
+    "accept len: 1234567.00, accept rate: 0.10, " + TAIL,  # too wide to read in one word
+    "[2026-01-05 08:00:00] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
+    "accept len: 2.00, accept rate: 0.40, " + TAIL + "\r",  # a Windows line end
+    "[2026-01-05 08:00:00] Decode batch, #running-req: x, #token: 9, token usage: 0.01, "
+    + FIGURES
+    + TAIL,  # not a number where the running requests go
+    "[2026-01-05 08:0x:00] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
+    + FIGURES
+    + TAIL,  # a letter among the timestamp's digits: no time, same figures
+]
+
+
+def decode_line(rng: random.Random, i: int) -> str:
+    al = 1.0 if i > 2000 and rng.random() < 0.3 else rng.uniform(1.1, 5)  # floor lines come late
+    text = rng.choice(PREFIXES) + rng.choice(BODIES)
+    return text.format(
+        m=rng.randrange(60),
+        s=rng.randrange(60),
+        ms=rng.randrange(1000),
+        it=rng.randrange(10**5),
+        r=rng.randrange(300),
+        tok=rng.randrange(10**6),
+        al=al,
+        ar=al / 5,
+        graph=rng.choice(["cuda", "npu2", "npu3"]),  # a digit in the label varies within a shape
+        tp=rng.uniform(0, 3000),
+        q=rng.randrange(20),
+    )
+
+
+def mixed_log(rng: random.Random, lines: int) -> str:
+    out = []
+    for i in range(lines):
+        r = rng.random()
+        if r < 0.03:
+            out.append(decode_line(rng, i)[: rng.randrange(20, 120)])  # cut off: unparsed
+        elif r < 0.06:
+            out.append(rng.choice(OTHERS))
+        elif r < 0.07:
+            out.append(rng.choice(ODD).format(al=2.5, ar=0.5, graph="cuda", tp=80.0, q=1))
+        else:
+            out.append(decode_line(rng, i))
+    return "\n".join(out) + "\n"
+
+
+def snapshot(run: Run) -> dict:
+    stats = {
+        name: (s.count, s.min, s.max, s.p50, dict(s.hist or {}), pytest.approx(s.mean))
+        for name in ("accept_len", "accept_rate", "throughput")
+        for s in [getattr(run, name)]
+    }
+    return {
+        "windows": run.windows,
+        "window_count": run.window_count,
+        "stride": run.stride,
+        "formats": list(run.formats.items()),  # order too: release inference reads it in order
+        "stats": stats,
+        "unparsed": (run.unparsed_lines, run.unparsed_reasons, run.unparsed_examples),
+        "other_lines": run.other_lines,
+        "counts": (run.spec_windows, run.floor_windows, dict(run.scopes)),
+        "example_lines": run.example_lines,
+        "engine": (run.engine, run.release_range and str(run.release_range), run.conflicts),
+    }
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fast_path_reads_like_the_full_parse(tmp_path, monkeypatch, seed):
+    """Small series and chunks, so thinning and chunk edges happen many times over."""
+    monkeypatch.setattr(model, "MAX_WINDOWS", 64)
+    monkeypatch.setattr(logfile, "FIRST_CHUNK", 2000)
+    monkeypatch.setattr(logfile, "CHUNK", 20_000)
+    p = tmp_path / "server.log"
+    p.write_text(mixed_log(random.Random(seed), 6000))
+    (fast,) = parse_files([p])
+    monkeypatch.setattr(columns, "MAX_PATTERNS", 0)  # every line field by field
+    (full,) = parse_files([p])
+    assert fast.window_count > 5000 and fast.stride > 1 and fast.unparsed_lines > 100
+    assert snapshot(fast) == snapshot(full)
+
+
+def test_first_floor_line_is_the_example(tmp_path):
+    """A shape learned from healthy lines still leaves the first accept len 1.00 line to the
+    full parse, so ZERO_ACCEPTANCE evidence quotes the first one."""
+    line = (
+        "[2026-01-05 08:00:{s:02d}] Decode batch, #running-req: 1, #token: 9, token usage: 0.00, "
+        "accept len: {al:.2f}, accept rate: 0.40, cuda graph: True, gen throughput (token/s): "
+        "50.00, #queue-req: 0\n"
+    )
+    p = tmp_path / "server.log"
+    p.write_text("".join(line.format(s=s, al=2.0 if s < 5 else 1.0) for s in range(10)))
+    (run,) = parse_files([p])
+    assert run.example_lines["floor"].startswith("line 6: ")
+    assert run.accept_len.count == 10 and run.accept_len.hist == {2.0: 5, 1.0: 5}
+
+
+def test_the_fast_path_takes_the_lines_of_a_known_shape(tmp_path, monkeypatch):
+    """Not a vacuous comparison: after the first chunk, lines of a learned shape never reach the
+    field reader (only new shapes, cut-off and odd lines do)."""
+    monkeypatch.setattr(logfile, "FIRST_CHUNK", 2000)
+    monkeypatch.setattr(logfile, "CHUNK", 20_000)
+    p = tmp_path / "server.log"
+    p.write_text(mixed_log(random.Random(2), 6000))
+    reader = logfile.LogReader(Run(source=str(p)))
+    fed = []
+    feed = reader.lines.feed
+    monkeypatch.setattr(reader.lines, "feed", lambda line, n: fed.append(n) or feed(line, n))
+    with open(p, "rb") as f:
+        reader.read(f)
+    assert sum(pattern.hits for pattern in reader.patterns) > 5000
+    assert len(fed) < 1000
+
+
+def test_start_up_lines_printed_once_do_not_crowd_out_decode_lines(tmp_path, monkeypatch):
+    """A server prints hundreds of distinct lines at start-up (arguments, weight loading), each
+    once: they are not learned, so the decode lines after them still take the fast path."""
+    monkeypatch.setattr(logfile, "FIRST_CHUNK", 2000)
+    monkeypatch.setattr(logfile, "CHUNK", 20_000)
+    rng = random.Random(3)
+    start = [
+        f"[2026-01-05 08:00:00 TP{i % 8}] Load weight {w}. avail mem={rng.uniform(10, 90):.2f} GB"
+        for i, w in enumerate(["begin", "end", "shard"] * 100)
+    ]
+    p = tmp_path / "server.log"
+    p.write_text("\n".join(start) + "\n" + "\n".join(decode_line(rng, i) for i in range(3000)))
+    reader = logfile.LogReader(Run(source=str(p)))
+    with open(p, "rb") as f:
+        reader.read(f)
+    assert reader.run.other_lines == 300 and reader.run.window_count == 3000
+    assert sum(pattern.hits for pattern in reader.patterns) > 2500
