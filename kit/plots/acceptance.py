@@ -136,7 +136,7 @@ def _per_position(i: int, r: Any) -> tuple[str, list[float], list[list[float]] |
 def _as_lists(ci: Sequence[Any] | None) -> list[list[float]] | None:
     if ci is None:
         return None
-    return [list(c.to_list()) if hasattr(c, "to_list") else list(c) for c in ci]
+    return [[c.lo, c.hi] if hasattr(c, "lo") else list(c) for c in ci]
 
 
 def _error_bars(values: Sequence[float], ci: Sequence[Sequence[float]] | None) -> dict | None:
@@ -192,7 +192,7 @@ def accept_len_by_wiring_figure(rows: Sequence[Any]) -> go.Figure:
             continue
         al = r.result.accept_len
         values.append(al)
-        ci.append(r.result.accept_len_ci.to_list())
+        ci.append([r.result.accept_len_ci.lo, r.result.accept_len_ci.hi])
         good = healthy is not None and al >= 0.9 * healthy
         colours.append("#c62828" if al < 1.1 else "#2e7d32" if good else "#ffa000")
     err = _error_bars([v or 0.0 for v in values], ci)
