@@ -119,6 +119,7 @@ class OfflineResult:
 
     # -- intervals ---------------------------------------------------------------------------
 
+    @cached_property
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per prompt: verify steps `[n]`, accepted `[n]`, accepted per position `[n, k]`."""
         steps = np.array([c.steps for c in self.per_prompt], dtype=np.float64)
@@ -126,23 +127,25 @@ class OfflineResult:
         pos = np.array([c.per_position for c in self.per_prompt], dtype=np.float64)
         return steps, acc, pos.reshape(len(self.per_prompt), self.k)
 
-    def _weights(self) -> np.ndarray:
+    @cached_property
+    def weights(self) -> np.ndarray:
+        """This result's bootstrap resamples of its prompts (seeded by its own seed)."""
         return resample_weights(self.prompts, self.settings.resamples, self.settings.seed)
 
     def accept_len_resamples(self, weights: np.ndarray) -> np.ndarray:
-        steps, acc, _ = self.arrays()
+        steps, acc, _ = self.arrays
         return 1.0 + ratio_resamples(acc, steps, weights)
 
     @cached_property
     def accept_len_ci(self) -> Interval:
         return percentile_interval(
-            self.accept_len_resamples(self._weights()), self.settings.confidence
+            self.accept_len_resamples(self.weights), self.settings.confidence
         )
 
     @cached_property
     def per_position_ci(self) -> list[Interval]:
-        steps, _, pos = self.arrays()
-        boot = ratio_resamples(pos, steps, self._weights())
+        steps, _, pos = self.arrays
+        boot = ratio_resamples(pos, steps, self.weights)
         return [percentile_interval(boot[:, j], self.settings.confidence) for j in range(self.k)]
 
     def figures(self) -> dict[str, Any]:
@@ -179,7 +182,7 @@ def compare(a: OfflineResult, b: OfflineResult, a_label: str = "a", b_label: str
     on the same prompts (same resampled prompts for both), else independent resamples."""
     paired = a.prompts_key == b.prompts_key
     s = a.settings
-    wa = resample_weights(a.prompts, s.resamples, s.seed)
+    wa = a.weights
     wb = wa if paired else resample_weights(b.prompts, s.resamples, s.seed + 1)
     diff = b.accept_len_resamples(wb) - a.accept_len_resamples(wa)
     return Comparison(
