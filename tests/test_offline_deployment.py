@@ -148,3 +148,16 @@ def test_as_loaded_by_is_an_alias_of_engine(capsys):
     aliased = rows()
     assert main([*args, "--engine", "sglang==0.5.10"]) == 0
     assert rows() == aliased and aliased[1] == "as deployed: sglang==0.5.10, aux capture on"
+
+
+def test_a_target_class_the_release_cannot_capture_for_is_its_crash(common):
+    """Kimi-K2.5 is an SGLang architecture from 0.5.9 but implements
+    set_eagle3_layers_to_capture only from 0.5.10 (models/kimi_k25.py:841-850): on 0.5.9 the
+    server does not start, which is the row's crash, not the decoder layer 0.5.9 also drops."""
+    row = as_deployed(TARGET, DRAFT, "sglang==0.5.9",
+                      target_class="KimiK25ForConditionalGeneration", **common)  # fmt: skip
+    assert row.result is None and row.crash.code == "AUX_CAPTURE_UNSUPPORTED"
+    assert "KEYS_SILENTLY_DROPPED" in {f.code for f in row.findings}
+    later = as_deployed(TARGET, DRAFT, "sglang==0.5.10",
+                        target_class="KimiK25ForConditionalGeneration", **common)  # fmt: skip
+    assert later.crash is None and later.result.wiring.layers == (2, 4, 5)

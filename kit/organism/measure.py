@@ -127,23 +127,7 @@ def evaluate(
     loaded target model to reuse across rows.
     """
     opts = Options(**options)
-    with _threads(opts.threads):
-        return _evaluate(
-            Path(target_dir),
-            Path(draft_dir),
-            engine,
-            opts,
-            prompts,
-            target,
-            label,
-            aux_capture=aux_capture,
-            target_class=target_class,
-            aux_layers=aux_layers,
-            use_d2t=use_d2t,
-        )
-
-
-def _evaluate(target_dir, draft_dir, engine, opts, prompts, target, label, **wiring_args):
+    target_dir, draft_dir = Path(target_dir), Path(draft_dir)
     check_device(opts.device)
     counting = stop_counting(opts.count_as or engine or HEALTHY_RELEASE)
     target_cfg = load_target_config(target_dir)
@@ -152,16 +136,26 @@ def _evaluate(target_dir, draft_dir, engine, opts, prompts, target, label, **wir
     if opts.prompt_format == PromptFormat.CHAT:
         sent = chat_prompts(given, target_dir, target_cfg.vocab_size)
     draft_cfg = load_draft_config(draft_dir)
-    plan = plan_wiring(open_checkpoint(draft_dir), draft_cfg, target_cfg, engine, **wiring_args)
+    plan = plan_wiring(
+        open_checkpoint(draft_dir),
+        draft_cfg,
+        target_cfg,
+        engine,
+        aux_capture=aux_capture,
+        target_class=target_class,
+        aux_layers=aux_layers,
+        use_d2t=use_d2t,
+    )
     findings = plan.findings + check_pair(target_cfg, draft_cfg)
     label = label or default_label(plan.wiring)
     if plan.crash is not None:
         return OfflineRow(label, plan.wiring, crash=plan.crash, findings=findings)
-    if target is None:
-        target = load_target(target_dir, opts.device, opts.device_map)
-    draft = load_draft(draft_dir, plan, target, opts.device)
-    result = measure(target, draft, plan.wiring, sent, opts, counting)
-    result.prompts_key = hash(tuple(tuple(p.ids) for p in given))
+    with _threads(opts.threads):
+        if target is None:
+            target = load_target(target_dir, opts.device, opts.device_map)
+        draft = load_draft(draft_dir, plan, target, opts.device)
+        key = hash(tuple(tuple(p.ids) for p in given))  # chat-rendered or raw: same prompts
+        result = measure(target, draft, plan.wiring, sent, opts, counting, key)
     result.findings = [*findings, verdict(result)]
     return OfflineRow(label, result.wiring, result, findings=list(result.findings))
 
@@ -192,6 +186,7 @@ def measure(
     prompts: list[Prompt],
     opts: Options,
     counting: tuple[EngineRelease, Row[bool]],
+    prompts_key: int,
 ) -> OfflineResult:
     """Every prompt's verify steps under one wiring (module doc, steps 1-4)."""
     (counter, rule), sampler = counting, opts.sampler
@@ -227,7 +222,19 @@ def measure(
     bar.close()
     if not any(c.steps for c in per_prompt):
         raise KitError("no verify step ran: every completion ended at its first token")
-    settings = Settings(
+    resources = {"seconds": round(time.perf_counter() - t0, 3), **peak_memory()}
+    return OfflineResult(
+        replace(wiring, fc_applied=fc_applied),
+        _settings(opts, counter, rule),
+        per_prompt,
+        prompts_key,
+        resources=resources,
+    )
+
+
+def _settings(opts: Options, counter: EngineRelease, rule: Row[bool]) -> Settings:
+    where = opts.device if opts.device_map is None else f"{opts.device}, target {opts.device_map}"
+    return Settings(
         k=opts.k,
         prompt_format=str(opts.prompt_format),
         temperature=opts.temperature,
@@ -236,15 +243,9 @@ def measure(
         max_new_tokens=opts.max_new_tokens,
         counted_as=str(counter),
         counting=rule.source,
-        device=opts.device
-        if opts.device_map is None
-        else f"{opts.device}, target {opts.device_map}",
+        device=where,
         resamples=opts.resamples,
         confidence=opts.confidence,
-    )
-    resources = {"seconds": round(time.perf_counter() - t0, 3), **peak_memory()}
-    return OfflineResult(
-        replace(wiring, fc_applied=fc_applied), settings, per_prompt, 0, resources=resources
     )
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import torch
 
 TINY = 1e-30  # p(x) of an emitted token is never 0 in exact arithmetic; guards the division
+CHUNK = 1024  # rows of logits turned into distributions at a time
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,8 @@ class Sampler:
         return self.temperature == 0
 
     def probs(self, logits: torch.Tensor) -> torch.Tensor:
-        """The sampling distribution over the last dimension (float32)."""
-        if self.greedy:
-            return torch.nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).float()
+        """The sampling distribution over the last dimension (float32; temperature > 0: greedy
+        verification needs no distribution, `draw` takes the argmax)."""
         p = (logits.float() / self.temperature).softmax(-1)
         if self.top_p < 1:
             ranked, order = p.sort(-1, descending=True)
@@ -62,13 +62,15 @@ class Sampler:
 
     def probability_of(self, logits: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
         """The sampler's probability of token `index` (same shape as `logits[..., 0]`; −1 marks
-        a token this vocabulary does not have, probability 0)."""
-        at = index.clamp_min(0)[..., None]
-        if self.greedy:
-            hit = logits.argmax(-1, keepdim=True) == at
-        else:
-            hit = self.probs(logits).gather(-1, at)
-        return hit[..., 0].float() * (index >= 0)
+        a token this vocabulary does not have, probability 0). Computed `CHUNK` rows at a time:
+        a float32 distribution (and top-p's sorted copy) over a real vocabulary for every
+        position at once would hold several times the logits."""
+        flat, at = logits.reshape(-1, logits.shape[-1]), index.reshape(-1, 1).to(logits.device)
+        out = torch.cat([
+            self.probs(flat[i : i + CHUNK]).gather(-1, at[i : i + CHUNK].clamp_min(0))[:, 0]
+            for i in range(0, len(flat), CHUNK)
+        ])  # fmt: skip
+        return (out * (at[:, 0] >= 0)).reshape(index.shape)
 
 
 def accept_probability(q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:

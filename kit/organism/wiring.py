@@ -115,7 +115,7 @@ def plan_wiring(
     release = parse_engine(engine or HEALTHY_RELEASE)
     cls = target_class or target_cfg.architecture
     load = simulate_load(ck, draft_cfg, release)
-    findings = list(load.findings)
+    captured: list[Finding] = []
     if engine is None:
         layers = trained_layers(draft_cfg, target_cfg.num_hidden_layers)
         wiring = Wiring(release, True, cls, True, Feed.AUX_CONCAT, tuple(layers), use_d2t)
@@ -123,18 +123,14 @@ def plan_wiring(
         cap = simulate_capture(
             target_cfg, draft_cfg, release, target_class=cls, aux_capture=aux_capture
         )
-        findings += cap.findings
-        wiring = Wiring(
-            release,
-            False,
-            cls,
-            cap.aux_capture,
-            Feed(cap.feeds),
-            tuple(cap.captured_layers),
-            use_d2t,
-        )
+        captured = list(cap.findings)
+        wiring = Wiring(release, False, cls, cap.aux_capture, Feed(cap.feeds),
+                        tuple(cap.captured_layers), use_d2t)  # fmt: skip
     wiring = _what_if(wiring, target_cfg, aux_layers)
-    return Plan(wiring, load, findings, _crash(load, wiring, findings))
+    crash = _load_crash(load) if load.crashed else None
+    if crash is None and wiring.feeds == Feed.CRASH:
+        crash = next(f for f in captured if f.severity == Severity.CRITICAL)
+    return Plan(wiring, load, list(load.findings) + captured, crash)
 
 
 def _what_if(wiring: Wiring, target_cfg: TargetConfig, aux_layers: Sequence[int] | None) -> Wiring:
@@ -152,15 +148,18 @@ def _what_if(wiring: Wiring, target_cfg: TargetConfig, aux_layers: Sequence[int]
     return replace(wiring, what_if=tuple(changes))
 
 
-def _crash(load: LoadReport, wiring: Wiring, findings: list[Finding]) -> Finding | None:
-    """The finding that says why the release cannot run this wiring, if it cannot."""
-    if load.crashed:
-        return next((f for f in load.findings if f.code == "STARTUP_CRASH"), None) or max(
-            load.findings, key=lambda f: f.severity
-        )
-    if wiring.feeds == Feed.CRASH:
-        return next(f for f in findings if f.severity == Severity.CRITICAL)
-    return None
+def _load_crash(load: LoadReport) -> Finding:
+    """The finding that says why the release does not start with this draft."""
+    return next((f for f in load.findings if f.code == "STARTUP_CRASH"), None) or max(
+        load.findings,
+        key=lambda f: f.severity,
+        default=Finding(
+            code="STARTUP_CRASH",
+            severity=Severity.ERROR,
+            title=f"{load.engine} fails at start-up with this draft",
+            engine=load.engine,
+        ),
+    )
 
 
 def load_draft(draft_dir: str | Path, plan: Plan, target=None, device: str = "cpu") -> Eagle3Draft:
