@@ -1,7 +1,7 @@
 """Train the bundled target + EAGLE-3 draft pair on CPU (`python -m kit.organism_train`).
 
 The pair exists so that the kit can measure, offline, what acceptance a correctly wired draft
-reaches and what each fault costs (`kit/organism.py`). Everything here is deterministic: a seeded
+reaches and what each fault costs (`kit/organism/`). Everything here is deterministic: a seeded
 word-level corpus (nothing downloaded), fixed step budgets (not wall-time budgets) and one CPU
 thread, so rerunning the script rewrites the same weights.
 

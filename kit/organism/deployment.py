@@ -99,18 +99,20 @@ def fault_matrix(
     target_class: str | None = None,
     prompts: list[Prompt] | str | Path | None = None,
     target=None,
+    healthy_row: OfflineRow | None = None,
     **options,
 ) -> list[OfflineRow]:
     """Healthy, then the incident on `release` (aux capture off), capture on, and both again
     after the kit's own fix (`kit.rewrite.plan_fix` + `write_fixed` into a temporary folder; no
     fix rows when the release loads the draft as it is). Every row is counted as `release`
-    counts, so the rows compare; each carries its comparison with healthy."""
+    counts, so the rows compare; each carries its comparison with healthy (`healthy_row`, when
+    already measured on the same prompts with the same options, is reused)."""
     options["count_as"] = options.get("count_as") or release
     opts = Options(**options)  # every option checked before any row runs
     if target is None:
         target = load_target(target_dir, opts.device, opts.device_map)
     common = {"prompts": prompts, "target": target, **options}
-    reference = healthy(target_dir, draft_dir, **common)
+    reference = healthy_row or healthy(target_dir, draft_dir, **common)
     rows = [reference]
 
     def add(label: str, draft: str | Path, aux_capture: bool) -> None:
@@ -137,10 +139,11 @@ def fault_matrix(
         rows.append(OfflineRow(f"{release} after kit fix", None, crash=_no_fix(release, e)))
         return rows
     if plan.changes_anything:
+        what = ", ".join(["rename"] * bool(plan.renames) + ["config.json"] * bool(plan.config))
         with tempfile.TemporaryDirectory() as tmp:
             fixed = write_fixed(ck, plan, Path(tmp) / "fixed")
-            add(f"{release} after kit fix (rename), aux capture off", fixed, False)
-            add(f"{release} after kit fix (rename), aux capture on", fixed, True)
+            add(f"{release} after kit fix ({what}), aux capture off", fixed, False)
+            add(f"{release} after kit fix ({what}), aux capture on", fixed, True)
     return rows
 
 
