@@ -69,6 +69,10 @@ def test_a_healthy_deployment_is_quiet_on_every_release(release, drafts, common)
     assert row.result.wiring.fc_applied is True and row.result.wiring.layers == (2, 4, 5)
     assert row.result.figures()["counts"] == ref.result.figures()["counts"]
     assert not row.vs_healthy.beyond_noise
+    said = row.result.wiring.describe()[0]  # the verdict says what was detected, what given
+    assert (
+        said == f"loaded as {release}; aux capture on (the release's own rule for LlamaForCausalLM)"
+    )
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -98,6 +102,7 @@ def test_no_aux_capture_is_a_finding_never_a_failed_step(release, drafts, common
     draft = drafts[release]
     ref = healthy(TARGET, draft, count_as=release, **common)
     row = as_deployed(TARGET, draft, release, aux_capture=False, against=ref, **common)
+    assert row.wiring.describe()[0].endswith("aux capture off (as given for the deployment)")
     if release.startswith("sglang"):
         assert row.result is not None and row.result.wiring.fc_applied is False
         assert {"FC_BYPASSED", "OFFLINE_BELOW_HEALTHY"} <= {f.code for f in row.findings}

@@ -225,6 +225,7 @@ def verdict(r: OfflineResult) -> Finding:
                 f"position {i}: {p:.3f} {ci}"
                 for i, (p, ci) in enumerate(zip(r.per_position, r.per_position_ci, strict=True))
             ),
+            *r.wiring.describe(),
             _counted(r),
         ),
         engine=engine,

@@ -53,6 +53,7 @@ class Wiring:
     feeds: Feed
     layers: tuple[int, ...]  # target states (after k layers) concatenated, for Feed.AUX_CONCAT
     use_d2t: bool = True
+    aux_capture_given: bool | None = None  # what the deployment said; None: the release's rule
     what_if: tuple[str, ...] = ()  # what differs from the release's own wiring
     fc_applied: bool | None = None  # as measured; None until the draft has run
 
@@ -62,11 +63,16 @@ class Wiring:
         if self.feeds == Feed.AUX_CONCAT:
             feed += f" (target states {list(self.layers)})"
         fc = {True: "applied", False: "bypassed", None: "never runs"}[self.fc_applied]
+        why = (
+            f"the release's own rule for {self.target_class}"
+            if self.aux_capture_given is None
+            else "as given for the deployment"
+        )
         lines = [
             "healthy wiring: every tensor loaded, the trained states through fc"
             if self.healthy
-            else f"loaded as {self.release}, {self.target_class} target, aux capture "
-            + ("on" if self.aux_capture else "off"),
+            else f"loaded as {self.release}; aux capture {'on' if self.aux_capture else 'off'} "
+            f"({why})",
             f"draft fed: {feed}; fc {fc}",
             f"d2t map {'used' if self.use_d2t else 'not used'}",
         ]
@@ -78,6 +84,7 @@ class Wiring:
             "healthy": self.healthy,
             "target_class": self.target_class,
             "aux_capture": self.aux_capture,
+            "aux_capture_given": self.aux_capture_given,
             "feeds": str(self.feeds),
             "layers": list(self.layers) if self.feeds == Feed.AUX_CONCAT else None,
             "use_d2t": self.use_d2t,
@@ -125,7 +132,7 @@ def plan_wiring(
         )
         captured = list(cap.findings)
         wiring = Wiring(release, False, cls, cap.aux_capture, Feed(cap.feeds),
-                        tuple(cap.captured_layers), use_d2t)  # fmt: skip
+                        tuple(cap.captured_layers), use_d2t, aux_capture)  # fmt: skip
     wiring = _what_if(wiring, target_cfg, aux_layers)
     crash = _load_crash(load) if load.crashed else None
     if crash is None and wiring.feeds == Feed.CRASH:
