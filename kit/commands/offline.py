@@ -3,7 +3,8 @@
 Without `--engine`: the healthy wiring only (what the draft should reach). With `--engine`: the
 healthy wiring and the deployment as that release runs it, compared beyond the prompts' noise.
 `--matrix`: the incident's what-if rows instead. A wiring the release cannot run is a row with
-its crash finding; the command still exits 0 unless `--fail-on` says otherwise.
+its crash finding; the command still exits 0 unless `--fail-on` says otherwise (it gates the
+deployment's row, or with `--matrix` the healthy row: what-if rows are not the deployment).
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     how.add_argument("--device", default="cpu", help="cpu or cuda (the draft, and the target)")
     how.add_argument(
         "--device-map",
-        choices=["auto", "balanced", "sequential"],
+        choices=["auto", "balanced", "balanced_low_0", "sequential"],
         help="spread the target over every visible device (accelerate)",
     )
     parser.add_argument(
