@@ -1,13 +1,17 @@
-"""Offline acceptance of the bundled pair: seconds per full evaluation, against target-only greedy.
+"""Offline acceptance of the bundled pair: what sampling and intervals cost against greedy.
 
-Each measurement runs in a fresh interpreter with one torch thread (the evaluation's own
-setting, so the figures repeat on a busy machine):
-  * baseline: load the target and generate the same bounded greedy completions of the 300
-    held-out prompts with the target alone (what the evaluation cannot avoid);
-  * healthy: `kit.organism.evaluate` on the bundled pair, all 300 prompts, k = 5;
-  * incident: the same, loaded as sglang==0.5.10 with aux capture off.
-Wall and CPU seconds are reported (other jobs share the cores; CPU time is the steadier figure).
-Run: `python -m bench.bench_offline`.
+Each case runs in a fresh interpreter with one torch thread (the evaluation's own setting, so
+the figures repeat on a busy machine), on the 300 held-out prompts, k = 5, every figure counted
+as sglang==0.5.10 counts:
+  * baseline: load the target and generate the same 24-token completions with transformers'
+    greedy `generate`, the target alone (what no evaluation can avoid);
+  * greedy: `kit.organism.healthy` / the incident (sglang==0.5.10, aux capture off);
+  * sampled: the same at temperature 0.8 (speculative sampling, seed 0);
+  * intervals: the bootstrap (2000 resamples) of accept len and every position, timed alone
+    on the greedy healthy result.
+Wall and CPU seconds are reported (other jobs share the cores; CPU time is the steadier figure),
+with the ratio to the baseline and to the greedy evaluation of the same wiring.
+Run: `python -m bench offline`.
 """
 
 from __future__ import annotations
@@ -21,37 +25,51 @@ ROOT = Path(__file__).resolve().parent.parent
 ORGANISM = ROOT / "data" / "organism"
 
 _CHILD = """
-import json, sys, time
+import json, resource, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
 import torch
 torch.set_num_threads(1)
-from kit.organism import _greedy, evaluate, load_prompts, load_target
+from kit.organism import evaluate, load_prompts, load_target
+from kit.organism.result import OfflineResult
 case = json.loads(sys.argv[1])
 org = case["organism"]
 out = {}
 if case["mode"] == "baseline":
     target = load_target(org + "/target")
-    prompts = load_prompts(org + "/prompts.jsonl")
     groups = {}
-    for p in prompts:
+    for p in load_prompts(org + "/prompts.jsonl"):
         groups.setdefault(len(p.ids), []).append(p.ids)
     with torch.inference_mode():
         for ids in groups.values():
-            _greedy(target, torch.tensor(ids), 24)  # evaluate's max_new_tokens
+            ids = torch.tensor(ids)
+            target.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                            max_new_tokens=24, min_new_tokens=24, do_sample=False,
+                            eos_token_id=None, pad_token_id=0)
 else:
-    r = evaluate(org + "/target", org + "/draft", k=5, progress=False, **case["args"])
-    out.update(accept_len=r.accept_len, step0=r.step0_accuracy)
-out.update(wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0)
+    r = evaluate(org + "/target", org + "/draft", progress=False, count_as="sglang==0.5.10",
+                 **case["args"]).result
+    out.update(accept_len=r.accept_len, ci=r.accept_len_ci.to_list())
+    fresh = OfflineResult(r.wiring, r.settings, r.per_prompt, r.prompts_key)
+    i0, ic = time.perf_counter(), time.process_time()
+    fresh.accept_len_ci, fresh.per_position_ci
+    out.update(intervals_wall_s=time.perf_counter() - i0, intervals_cpu_s=time.process_time() - ic)
+out.update(wall_s=time.perf_counter() - t0, cpu_s=time.process_time() - c0,
+           peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 print(json.dumps(out))
 """
 
+BASELINE = "baseline: target-only greedy generate"
+INCIDENT = {"engine": "sglang==0.5.10", "aux_capture": False}
 CASES = {
-    "baseline (target-only greedy)": {"mode": "baseline", "args": {}},
-    "healthy": {"mode": "eval", "args": {}},
-    "incident (sglang==0.5.10, aux off)": {
-        "mode": "eval",
-        "args": {"as_loaded_by": "sglang==0.5.10", "aux_capture": False},
-    },
+    BASELINE: {"mode": "baseline", "args": {}},
+    "healthy, greedy": {"mode": "eval", "args": {}},
+    "healthy, sampled (T 0.8)": {"mode": "eval", "args": {"temperature": 0.8}},
+    "incident, greedy": {"mode": "eval", "args": INCIDENT},
+    "incident, sampled (T 0.8)": {"mode": "eval", "args": INCIDENT | {"temperature": 0.8}},
+}
+GREEDY_OF = {
+    "healthy, sampled (T 0.8)": "healthy, greedy",
+    "incident, sampled (T 0.8)": "incident, greedy",
 }
 
 
@@ -65,14 +83,21 @@ def measure(case: dict) -> dict:
 
 def main() -> None:
     results = {name: measure(case) for name, case in CASES.items()}
-    base = results["baseline (target-only greedy)"]
-    print(f"{'case':38} {'wall s':>7} {'cpu s':>7} {'x base (cpu)':>13} {'accept len':>10}")
+    base = results[BASELINE]
+    print("| case | wall (s) | CPU (s) | × baseline (CPU) | × greedy (CPU) | peak RSS (MB) | "
+          "accept len [95% interval] |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
     for name, r in results.items():
-        al = f"{r['accept_len']:.3f}" if "accept_len" in r else "-"
-        ratio = r["cpu_s"] / base["cpu_s"]
-        print(f"{name:38} {r['wall_s']:7.1f} {r['cpu_s']:7.1f} {ratio:13.2f} {al:>10}")
-    worst = max(r["wall_s"] for n, r in results.items() if n != "baseline (target-only greedy)")
-    print(f"slowest evaluation: {worst:.1f} s wall (budget 30 s on 2 cores)")
+        greedy = results.get(GREEDY_OF.get(name, ""), r)
+        al = f"{r['accept_len']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if "ci" in r else "–"
+        vs = f"{r['cpu_s'] / greedy['cpu_s']:.2f}" if name in GREEDY_OF else "–"
+        print(f"| {name} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | "
+              f"{r['cpu_s'] / base['cpu_s']:.2f} | {vs} | {r['peak_rss_mb']:.0f} | {al} |")  # fmt: skip
+    iv = results["healthy, greedy"]
+    share = iv["intervals_cpu_s"] / iv["cpu_s"]
+    print("intervals (accept len + 5 positions, 2000 resamples over 300 prompts): "
+          f"{iv['intervals_wall_s'] * 1000:.1f} ms wall, {iv['intervals_cpu_s'] * 1000:.1f} ms "
+          f"CPU, {share:.2%} of the greedy evaluation's CPU time")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -86,6 +86,7 @@ def diagnose(
     accept length the logs are judged against (unless `expected_accept_len` is given). A
     `launch` line adds the deployment check and, without `engine`, names the release."""
     from kit.engines import parse_engine, release_findings
+    from kit.load_findings import reconcile
 
     served = None
     if launch is not None:
@@ -98,17 +99,16 @@ def diagnose(
         report.checks["release"] = assumed
     draft = Path(draft) if draft is not None else None
     runs = _parse_logs(logs, report.engine, num_draft_tokens) if logs else []
-    _load(report, draft, release, server_ran=any(r.window_count for r in runs))
+    ran = any(r.window_count for r in runs)  # a log with acceptance figures: the server ran
+    _load(report, draft, release, server_ran=ran)
     _capture(report, draft_config or draft, target_config, release, target_class, aux_capture)
     if target is not None and draft is not None and has_weights(draft):
-        healthy, deployed = offline(draft, target, release, aux_capture, num_prompts)
-        report.checks["offline"] = list(deployed.findings)
-        report.facts.update(
-            offline_accept_len_healthy=round(healthy.accept_len, 4),
-            offline_accept_len_as_deployed=round(deployed.accept_len, 4),
-        )
+        k = num_draft_tokens - 1 if num_draft_tokens and num_draft_tokens > 1 else None
+        findings, facts = offline(draft, target, release, aux_capture, num_prompts, target_class, k)
+        report.checks["offline"] = reconcile(findings, server_ran=ran)
+        report.facts.update(facts)
         if expected_accept_len is None:
-            expected_accept_len = healthy.accept_len
+            expected_accept_len = report.facts.get("offline_accept_len_healthy")
     else:
         report.skipped["offline"] = "needs a draft checkpoint and --target"
     _acceptance(report, runs, baseline_log, num_draft_tokens, expected_accept_len)
@@ -190,6 +190,10 @@ def _acceptance(
         baseline = _parse_logs([baseline_log], report.engine, num_draft_tokens)[0]
     analysis = analyze(runs, baseline=baseline, expected_accept_len=expected)
     report.checks["acceptance"] = list(analysis.findings)
+    if ci := report.facts.get("offline_accept_len_healthy_ci"):
+        report.facts["logs_against_offline_healthy_ci"] = {
+            r.source: _against(r.accept_len.mean, ci) for r in runs
+        }
 
 
 def deployment(
@@ -219,28 +223,73 @@ def deployment(
         report.facts["launch judged as"] = str(served.release)
 
 
+def _against(logged: float | None, ci: list[float]) -> str:
+    """Where a log's mean accept len falls against the offline interval."""
+    if logged is None:
+        return "no accept len in the log"
+    where = "below" if logged < ci[0] else "above" if logged > ci[1] else "within"
+    return f"{logged:.3f} is {where} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
 def offline(
     draft: Path,
     target: str | Path,
     release: Any,
     aux_capture: bool | None,
     num_prompts: int | None = None,
-) -> tuple[Any, Any]:
-    """Offline acceptance healthy and as the release (and the deployment's capture) runs it."""
-    import torch
+    target_class: str | None = None,
+    k: int | None = None,
+) -> tuple[list[Finding], dict[str, Any]]:
+    """Offline acceptance as the deployment runs it (the release's load, its capture for the
+    target class unless `aux_capture` is False), judged against the healthy wiring, and the gap
+    between raw and chat-template prompts when the target's tokenizer has a template.
 
-    from kit.organism import evaluate, load_prompts, load_target
+    Both rows count as the release counts, at the deployment's chain length `k` (default 5).
+    The deployment's findings are its row's (a wiring the release cannot run is its crash
+    finding); the facts carry each figure with its interval.
+    """
+    from kit.organism import as_deployed, format_gap_finding, healthy, prompt_format_gap
+    from kit.organism.prompts import default_prompts_file, load_prompts
+    from kit.organism.target import load_target
 
-    torch.set_num_threads(1)  # figures do not depend on it; a shared machine's speed does
     target = Path(target)
     prompts = None
     if num_prompts:
-        beside = [target / "prompts.jsonl", target.parent / "prompts.jsonl"]
-        prompts = load_prompts(next((p for p in beside if p.is_file()), beside[0]))[:num_prompts]
-    model = load_target(target)
-    common = {"target": model, "prompts": prompts, "progress": False, "count_as": str(release)}
-    healthy = evaluate(target, draft, **common)
-    deployed = evaluate(
-        target, draft, as_loaded_by=str(release), aux_capture=aux_capture is not False, **common
+        prompts = load_prompts(default_prompts_file(target))[:num_prompts]
+    common = {"prompts": prompts, "progress": False, "count_as": str(release), "k": k or 5}
+    common["target"] = load_target(target)
+    ref = healthy(target, draft, **common)
+    deployed = as_deployed(
+        target,
+        draft,
+        str(release),
+        aux_capture=aux_capture,
+        target_class=target_class,
+        against=ref,
+        **common,
     )
-    return healthy, deployed
+    findings = list(deployed.findings)
+    facts: dict[str, Any] = {}
+    for name, row in (("healthy", ref), ("as_deployed", deployed)):
+        if row.result is not None:
+            facts[f"offline_accept_len_{name}"] = round(row.result.accept_len, 4)
+            facts[f"offline_accept_len_{name}_ci"] = row.result.accept_len_ci.to_list()
+        else:
+            facts[f"offline_{name}"] = f"does not run: {row.crash.title if row.crash else '?'}"
+    if _has_chat_template(target) and (gap := prompt_format_gap(target, draft, raw=ref, **common)):
+        findings.append(format_gap_finding(gap))
+        facts["offline_accept_len_chat_template"] = round(gap.b, 4)
+    return findings, facts
+
+
+def _has_chat_template(target: Path) -> bool:
+    """The template a chat endpoint renders requests with: in tokenizer_config.json or beside it."""
+    import json
+
+    if (target / "chat_template.jinja").is_file():
+        return True
+    config = target / "tokenizer_config.json"
+    try:
+        return bool(config.is_file() and json.loads(config.read_text()).get("chat_template"))
+    except (OSError, ValueError):
+        return False

@@ -1,7 +1,7 @@
 """Train the bundled target + EAGLE-3 draft pair on CPU (`python -m kit.organism_train`).
 
 The pair exists so that the kit can measure, offline, what acceptance a correctly wired draft
-reaches and what each fault costs (`kit/organism.py`). Everything here is deterministic: a seeded
+reaches and what each fault costs (`kit/organism/`). Everything here is deterministic: a seeded
 word-level corpus (nothing downloaded), fixed step budgets (not wall-time budgets) and one CPU
 thread, so rerunning the script rewrites the same weights.
 
@@ -11,6 +11,7 @@ Stages (each writes under `--out`, default `data/organism`):
           default layers `[2, n//2, n-3]` = `[2, 4, 5]` (state after k layers), unrolled over
           k = 5 steps (EAGLE-3 training-time test), saved in the speculators 0.9.0 layout
   prompts held-out line-completion prompts (a corpus seed never used in training)
+  tokenizer  the target's tokenizer files alone (also written by `target`), chat template included
 """
 
 from __future__ import annotations
@@ -71,11 +72,19 @@ KEYWORDS = [
     "<nl>",
 ]
 SPECIALS = ["<pad>", "<bos>", "<unk>"]
+# The chat template's role and end-of-turn markers take the last ids, which no corpus line uses:
+# the pair never trained on them, as a draft trained on raw text never sees a served template.
+CHAT_TOKENS = ["<|user|>", "<|assistant|>", "<|end|>"]
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }} <|end|> "
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|> {% endif %}"
+)
 
 
 def vocabulary() -> list[str]:
     """Specials first, then words interleaved with unused ids, so the words span ids past the
-    draft vocabulary and `d2t` is a real map (a draft id is not its target id)."""
+    draft vocabulary and `d2t` is a real map (a draft id is not its target id); the chat
+    markers last."""
     words: list[str] = []
     for w in KEYWORDS + NUMBERS + DAYS + MONTHS + LETTERS + ADJ + NOUN + VERB + PLACE:
         if w not in words:
@@ -83,7 +92,8 @@ def vocabulary() -> list[str]:
     vocab, extra = list(SPECIALS), iter(f"<extra_{i}>" for i in range(VOCAB_SIZE))
     for w in words:
         vocab += [next(extra), w]
-    return vocab + [next(extra) for _ in range(VOCAB_SIZE - len(vocab))]
+    vocab += [next(extra) for _ in range(VOCAB_SIZE - len(vocab) - len(CHAT_TOKENS))]
+    return vocab + CHAT_TOKENS
 
 
 def _zipf(rng: random.Random, items: list[str], s: float = 1.1) -> str:
@@ -235,11 +245,12 @@ def train_target(out: Path, steps: int, batch: int) -> None:
         vloss = model(input_ids=valid, labels=valid).loss.item()
     print(f"target validation perplexity {math.exp(vloss):.2f}")
     model.to(torch.bfloat16).save_pretrained(out / "target")
-    _save_tokenizer(out / "target")
+    save_tokenizer(out / "target")
 
 
-def _save_tokenizer(folder: Path) -> None:
-    """A word-level tokenizer, so `AutoTokenizer` works on the target folder."""
+def save_tokenizer(folder: Path) -> None:
+    """A word-level tokenizer, so `AutoTokenizer` works on the target folder, with a chat
+    template (`<|user|> … <|end|> <|assistant|>`) whose end-of-turn token is its eos."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -247,8 +258,10 @@ def _save_tokenizer(folder: Path) -> None:
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", bos_token="<bos>"
-    )
+        tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", bos_token="<bos>",
+        eos_token="<|end|>",
+    )  # fmt: skip
+    fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(folder)
 
 
@@ -410,6 +423,8 @@ def main(argv: list[str] | None = None) -> None:
         train_target(args.out, args.target_steps, args.batch)
     if "draft" in args.stages:
         train_draft(args.out, args.draft_steps, args.draft_batch)
+    if "tokenizer" in args.stages:  # the target's tokenizer files alone (no training)
+        save_tokenizer(args.out / "target")
     if "prompts" in args.stages:
         lines = [json.dumps(p) for p in heldout_prompts()]
         (args.out / "prompts.jsonl").write_text("\n".join(lines) + "\n")

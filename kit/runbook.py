@@ -175,6 +175,8 @@ def plan(inputs: RunInputs) -> tuple[list[Step], list[StepResult]]:
                     "target": target,
                     "draft": draft,
                     "engine": inputs.engine,
+                    "aux_capture": inputs.aux_capture,
+                    "target_class": inputs.target_class,
                     "k": inputs.chain_length,
                     "num_prompts": inputs.num_prompts,
                 },

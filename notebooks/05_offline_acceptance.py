@@ -7,30 +7,31 @@
 # ---
 
 # %% [markdown]
-# # 5. Offline acceptance: what the draft should reach
+# # 5. Offline acceptance: what the draft should reach, and what the deployment reaches
 #
 # The bundled small target and its EAGLE-3 draft, run on CPU: the draft proposes `k` tokens, the
-# target verifies them greedily, and every accepted position is counted. Run five ways, the faults
-# injected from the other analyses rather than by hand (the `wiring` column names each; below, as
-# for the default `sglang==0.5.10`):
+# target verifies them greedily (`python -m kit offline --temperature T` measures speculative
+# sampling), and every accepted position is counted, with a 95 % interval (bootstrap over
+# prompts). Two figures matter:
 #
-# - **healthy**: every weight loaded, three aux hidden states through `fc`;
-# - **as deployed** (`sglang==0.5.10, aux capture off`): tensors the release drops stay at its init
-#   (notebook 2) and the single final hidden state reaches the draft, `fc` bypassed (notebook 3);
-# - **each fix on its own**: aux capture alone (`sglang==0.5.10, aux capture on`), the key rename
-#   alone (`sglang==0.5.10 after kit fix (rename), aux capture off`);
-# - **both fixes** (`… after kit fix (rename), aux capture on`): should match healthy.
+# - **healthy**: every weight loaded, the target states the draft was trained on through `fc`.
+#   It is the expectation a server log is judged against (notebook 4 draws it);
+# - **as deployed**: the draft as the given release loads it (notebook 2) and fed what that
+#   release's target hands it for the target class (notebook 3), aux capture on unless the
+#   deployment says it was off. A release that cannot run the wiring at all shows its start-up
+#   crash instead of a figure.
 #
-# Look at how far each fault pulls accept length from healthy: the healthy figure is the expectation
-# a server log is judged against (notebook 4 draws it as a green dotted line). The defaults are
-# those of `make demo`: the deployment's chain (5 draft tokens per step, the first the target's
-# own, so `k = 4` drafted) on the first 40 held-out prompts, about 15 s; a bar shows each wiring's
-# progress in JupyterLab.
+# Then a separate **what-if** section: the incident's wirings on the same release, one fault and
+# one fix at a time, so each fault's cost can be read off. The defaults are those of `make demo`
+# (the deployment's chain: 5 draft tokens per step, the first the target's own, so `k = 4`, on
+# the first 40 held-out prompts, about 20 s); a bar shows progress in JupyterLab.
 
 # %% tags=["parameters"]
 target = "data/organism/target"  # transformers target folder
 draft = "data/organism/draft"  # draft checkpoint folder
 engine = "sglang==0.5.10"
+aux_capture = False  # the bundled incident: capture was off; None: the release's own rule
+target_class = None  # the class the engine builds for the target (default: its config's)
 k = 4  # drafts per verify step: the incident's 5 draft tokens per step, topk 1
 num_prompts = 40  # the first N held-out prompts (prompts.jsonl beside the target); None: all
 interactive = False  # True: widgets to explore; headless runs keep False
@@ -43,8 +44,9 @@ from IPython.display import display
 from transformers.utils import logging as hf_logging
 
 from kit.notebook import setup, watched
-from kit.organism import NEAR_ZERO_ACCEPT_LEN, fault_matrix, load_prompts
-from kit.plots.acceptance import per_position_figure
+from kit.organism import as_deployed, fault_matrix, healthy, load_prompts, load_target
+from kit.organism.prompts import default_prompts_file
+from kit.plots.acceptance import accept_len_by_wiring_figure, per_position_figure
 from kit.plots.tables import findings_table, table
 from kit.record import record
 
@@ -53,81 +55,84 @@ torch.set_num_threads(1)  # parallel kernels share the cores
 
 # %%
 hf_logging.disable_progress_bar()  # transformers' loading bar: noise next to the wirings' bars
-prompts = None
-if num_prompts:
-    beside = [Path(target) / "prompts.jsonl", Path(target).parent / "prompts.jsonl"]
-    prompts = load_prompts(next(p for p in beside if p.is_file()))[:num_prompts]
-# a progress bar per wiring while someone watches in JupyterLab, none in a headless run
-rows = fault_matrix(target, draft, engine, k=k, prompts=prompts, progress=watched())
-wirings = [
-    {
+prompts = load_prompts(default_prompts_file(Path(target)))[:num_prompts] if num_prompts else None
+common = dict(target=load_target(target), prompts=prompts, k=k, count_as=engine, progress=watched())
+ref = healthy(target, draft, **common)
+deployed = as_deployed(
+    target, draft, engine, aux_capture=aux_capture, target_class=target_class, against=ref, **common
+)
+
+
+def describe(row):
+    """One table row per wiring: the figure with its interval, or why it has none."""
+    if row.result is None:
+        return {"wiring": row.label, "accept len": None, "95% interval": None,
+                "step-0 acceptance": None, "against healthy": row.crash.title if row.crash else ""}  # fmt: skip
+    r = row.result
+    return {
         "wiring": row.label,
-        "accept len": row.result.accept_len,
-        "step-0 acceptance": row.result.step0_accuracy,
-        "per position": [round(p, 3) for p in row.result.per_position],
-        "prompts": row.result.prompts,
+        "accept len": round(r.accept_len, 3),
+        "95% interval": [round(x, 3) for x in r.accept_len_ci.to_list()],
+        "step-0 acceptance": round(r.step0_accuracy, 3),
+        "against healthy": row.vs_healthy.sentence() if row.vs_healthy else "",
     }
-    for row in rows
-]
-healthy, deployed = rows[0].result, rows[1].result  # healthy first, then the incident
+
+
+wirings = [describe(ref), describe(deployed)]
 record("table:wirings", wirings)
-record("expected_accept_len", healthy.accept_len)
+record("expected_accept_len", ref.result.accept_len)
+record("expected_accept_len_ci", ref.result.accept_len_ci.to_list())
 record(
     "summary",
     {
         "k": k,
-        "expected accept len (healthy)": healthy.accept_len,
-        "accept len as deployed": deployed.accept_len,
+        "expected accept len (healthy)": ref.result.accept_len,
+        "accept len as deployed": deployed.result.accept_len if deployed.result else None,
+        "aux capture": "given off" if aux_capture is False else "the release's own rule",
     },
 )
-findings = deployed.findings
-display(table(wirings))
+findings = deployed.findings + ([deployed.crash] if deployed.crash else [])
+display(table(wirings, "Healthy and as deployed"))
 
 # %% [markdown]
 # ## Acceptance per draft position
 #
-# The first drafted token lands most often; each later one needs all before it accepted. A
-# completion that ends within the chain's reach counts as the release counts it: SGLang up to
-# 0.5.10 counts nothing past the stop token, SGLang from 0.5.11 and vLLM also count the drafts
-# verified beyond it (the `counted_as` field of each row). A fault that flattens every position to
-# zero is what a server with `accept len 1.00` runs. Below, the accept length of each wiring: red
-# at near-zero acceptance, green within 10% of healthy, amber between.
+# The first drafted token lands most often; each later one needs all before it accepted. Error
+# bars are the 95 % intervals. A completion that ends within the chain's reach counts as the
+# release counts it (SGLang up to 0.5.10 counts nothing past the stop token; later SGLang and vLLM
+# also count the drafts verified beyond it). A fault that flattens every position to zero is what
+# a server with `accept len 1.00` runs.
 
 # %%
-import plotly.graph_objects as go
-
-fig = per_position_figure([{"name": r.label, "per_position": r.result.per_position} for r in rows])
+shown = [row for row in (ref, deployed) if row.result is not None]
+fig = per_position_figure(shown)
 fig.update_layout(title=f"Acceptance per position (k = {k})", height=380)
 fig.show()
 record("fig:acceptance per position", fig)
-lengths = [row.result.accept_len for row in rows]
-colours = [
-    "#c62828"
-    if a <= NEAR_ZERO_ACCEPT_LEN
-    else "#2e7d32"
-    if a >= 0.9 * healthy.accept_len
-    else "#ffa000"
-    for a in lengths
-]
-fig = go.Figure(
-    go.Bar(y=[row.label for row in rows], x=lengths, marker_color=colours, orientation="h")
-)
-fig.add_vline(x=1.0, line_color="#c62828", line_dash="dash", annotation_text="zero acceptance")
-fig.update_layout(
-    title="Accept length by wiring",
-    xaxis_title="accept len",
-    yaxis_autorange="reversed",
-    height=100 + 45 * len(rows),
-)
-fig.show()
-record("fig:accept length by wiring", fig)
 
 # %% [markdown]
-# ## Findings of the wiring as deployed
+# ## Findings of the deployment as given
 
 # %%
 display(findings_table(findings))
 record("findings", findings)
+
+# %% [markdown]
+# ## What if: the incident's wirings, one fault and one fix at a time
+#
+# Not the deployment: the same release with aux capture off and on, then both again after the
+# kit's own fix (`python -m kit fix --for`), each against healthy. Red bars are near-zero
+# acceptance, green within 10 % of healthy, amber between; a wiring the release cannot run has no
+# bar and says why in the table.
+
+# %%
+rows = fault_matrix(target, draft, engine, target_class=target_class, healthy_row=ref, **common)
+what_if = [describe(row) for row in rows]
+record("table:what-if", what_if)
+fig = accept_len_by_wiring_figure(rows)
+fig.show()
+record("fig:accept length by wiring", fig)
+display(table(what_if, f"What if, on {engine}"))
 
 # %% [markdown]
 # ## Explore (interactive only): one wiring against healthy
@@ -136,12 +141,11 @@ record("findings", findings)
 if interactive:
     import ipywidgets as widgets
 
+    runnable = [row for row in rows if row.result is not None]
+
     @widgets.interact(
-        wiring=widgets.Dropdown(options=[(r.label, i) for i, r in enumerate(rows)], value=1)
+        wiring=widgets.Dropdown(options=[(r.label, i) for i, r in enumerate(runnable)], value=0)
     )
     def show_wiring(wiring):
-        shown = [rows[0], rows[wiring]] if wiring else [rows[0]]
-        per_position_figure(
-            [{"name": r.label, "per_position": r.result.per_position} for r in shown]
-        ).show()
-        display(findings_table(rows[wiring].result.findings, title=rows[wiring].label))
+        per_position_figure([runnable[0], runnable[wiring]] if wiring else runnable[:1]).show()
+        display(findings_table(runnable[wiring].findings, title=runnable[wiring].label))

@@ -140,12 +140,18 @@ def test_tracing_shows_fc_bypassed_at_full_scale(incident):
 
 
 def test_offline_acceptance_sets_the_expectation(incident):
+    """Healthy and as deployed (the incident gives aux capture off) with their intervals, then
+    the what-if section apart: the incident's wirings, each fix on its own, both fixes."""
     records = ok(incident[0], "05_offline_acceptance").records
-    rows = {row["wiring"]: row for row in records["table:wirings"]}
-    healthy = rows["healthy"]["accept len"]
-    deployed = next(v["accept len"] for k, v in rows.items() if "aux capture off" in k)
-    assert healthy > deployed
-    assert records["expected_accept_len"] == healthy
+    healthy, deployed = records["table:wirings"]
+    assert healthy["wiring"] == "healthy" and "aux capture off" in deployed["wiring"]
+    assert deployed["95% interval"][1] < healthy["95% interval"][0]  # beyond the noise
+    assert records["expected_accept_len"] == pytest.approx(healthy["accept len"], abs=5e-4)
+    lo, hi = records["expected_accept_len_ci"]
+    assert lo < records["expected_accept_len"] < hi
+    what_if = {row["wiring"]: row for row in records["table:what-if"]}
+    both = next(v for w, v in what_if.items() if "after kit fix" in w and "capture on" in w)
+    assert both["accept len"] == healthy["accept len"]  # both fixes: healthy again
 
 
 def test_acceptance_takes_the_offline_expectation_and_compares_runs(incident):

@@ -23,6 +23,8 @@ import numpy as np
 MAX_WINDOWS = 50_000
 MAX_EXAMPLES = 5
 AT_FLOOR = 1.005  # accept len below this prints as 1.00: no draft accepted
+# accept len at or below this is near the floor: about one draft in ten steps accepted
+NEAR_ZERO_ACCEPT_LEN = 1.1
 
 
 class Scope(StrEnum):

@@ -1,110 +1,226 @@
-"""`python -m kit offline`: the acceptance a draft reaches on its target, measured on CPU or GPU."""
+"""`python -m kit offline`: the acceptance a draft reaches on its target, healthy and as deployed.
+
+Without `--engine`: the healthy wiring only (what the draft should reach). With `--engine`: the
+healthy wiring and the deployment as that release runs it, compared beyond the prompts' noise.
+`--matrix`: the incident's what-if rows instead. A wiring the release cannot run is a row with
+its crash finding; the command still exits 0 unless `--fail-on` says otherwise (it gates the
+deployment's row, or with `--matrix` the healthy row: what-if rows are not the deployment).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from kit.commands._common import positive_int
+from kit.commands._common import add_fail_on, gate, positive_int
+from kit.errors import KitError
 
 HELP = (
-    "Measure offline acceptance (chain drafting, greedy verification) of a draft on its target, "
-    "optionally wired as an engine release would wire it (dropped weights, fc bypassed, no d2t)."
+    "Measure offline acceptance (chain drafting; greedy or sampled verification) of a draft on "
+    "its target: healthy, and as an engine release runs it (dropped weights, fc bypassed, …)."
 )
+NO_AUX_NEEDS_ENGINE = (
+    "--no-aux-capture needs --engine: what the draft gets without aux capture depends on the "
+    "release (SGLang hands over the final hidden state and its width gate skips fc; vLLM's fc "
+    "rejects it at start-up)"
+)
+MATRIX_SETS_ITS_WIRING = (
+    "--matrix runs its own wirings (aux capture off and on, each fix); drop --no-aux-capture, "
+    "--aux-layers and --no-d2t, or run without --matrix"
+)
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or above, got {text}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", required=True, metavar="DIR", help="transformers model folder")
     parser.add_argument("--draft", required=True, metavar="DIR", help="EAGLE-3 draft folder")
-    parser.add_argument(
+    wiring = parser.add_argument_group("the deployment")
+    wiring.add_argument(
+        "--engine",
         "--as-loaded-by",
-        metavar="ENGINE",
-        help="load the draft as this release does, e.g. sglang==0.5.10 (default: load it whole)",
+        dest="engine",
+        metavar="ENGINE==X",
+        help="measure as this release runs the draft too: its load, its aux capture for the "
+        "target class, e.g. sglang==0.5.10 (default: the healthy wiring only)",
     )
-    parser.add_argument(
+    wiring.add_argument("--target-class", help="model class serving the target (default: its own)")
+    wiring.add_argument(
         "--no-aux-capture",
         action="store_true",
-        help="hand the draft what the release gives when the target captures no aux states",
+        help="the deployment captures no aux states: the draft gets what --engine's target "
+        "hands over then (needs --engine)",
     )
-    parser.add_argument(
+    wiring.add_argument(
         "--aux-layers",
         type=int,
         nargs="+",
         metavar="K",
-        help="feed these target states instead (state after K layers, HF hidden_states[K])",
+        help="what-if: feed these target states instead (state after K layers)",
     )
-    parser.add_argument("--no-d2t", action="store_true", help="use draft ids as target ids")
-    parser.add_argument("--k", type=positive_int, default=5, help="draft tokens per verify step")
-    parser.add_argument(
-        "--prompts", metavar="JSONL", help="prompts (default: prompts.jsonl beside the target)"
+    wiring.add_argument("--no-d2t", action="store_true", help="what-if: draft ids as target ids")
+    how = parser.add_argument_group("the measurement")
+    how.add_argument("--k", type=positive_int, default=5, help="draft tokens per verify step")
+    how.add_argument("--prompts", metavar="JSONL", help="default: prompts.jsonl beside the target")
+    how.add_argument("--num-prompts", type=positive_int, help="only the first N prompts")
+    how.add_argument(
+        "--prompt-format",
+        choices=["raw", "chat"],
+        default="raw",
+        help="send prompts raw or through the target's chat template",
     )
-    parser.add_argument("--max-new-tokens", type=positive_int, default=24)
-    parser.add_argument(
+    how.add_argument("--max-new-tokens", type=positive_int, default=24)
+    how.add_argument(
+        "--temperature",
+        type=_non_negative_float,
+        default=0.0,
+        help="0: greedy verification; above: speculative sampling",
+    )
+    how.add_argument("--top-p", type=float, default=1.0)
+    how.add_argument("--seed", type=int, default=0, help="sampling draws and interval resamples")
+    how.add_argument(
         "--count-as",
-        metavar="ENGINE",
-        help="count the step that reaches a stop token as this release does, e.g. sglang==0.5.10 "
-        "(nothing past it) or vllm==0.11.2 (drafts verified past it too); default: --as-loaded-by",
+        metavar="ENGINE==X",
+        help="count the step that reaches a stop token as this release does (default: --engine)",
     )
-    parser.add_argument("--device", default="cpu", help="cpu or cuda")
+    how.add_argument("--device", default="cpu", help="cpu or cuda (the draft, and the target)")
+    how.add_argument(
+        "--device-map",
+        choices=["auto", "balanced", "balanced_low_0", "sequential"],
+        help="spread the target over every visible device (accelerate)",
+    )
     parser.add_argument(
         "--matrix",
         action="store_true",
-        help="run the incident matrix instead: healthy, the release with aux capture off, each fix",
+        help="the incident's what-if rows instead: healthy, --engine (default sglang==0.5.10) "
+        "with aux capture off and on, each after the kit's fix",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_fail_on(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from kit.findings import render_text
-    from kit.organism import evaluate, fault_matrix
+    from kit.organism import Options, fault_matrix, healthy, judge
+    from kit.organism.target import load_target
 
-    common = {
-        "prompts": args.prompts,
-        "device": args.device,
+    if args.no_aux_capture and not args.engine:
+        raise KitError(NO_AUX_NEEDS_ENGINE)
+    if args.matrix and (args.no_aux_capture or args.aux_layers or args.no_d2t):
+        raise KitError(MATRIX_SETS_ITS_WIRING)
+    options = {
+        "k": args.k,
         "max_new_tokens": args.max_new_tokens,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "seed": args.seed,
+        "prompt_format": args.prompt_format,
+        "count_as": args.count_as or args.engine,
+        "device": args.device,
+        "device_map": args.device_map,
         "progress": not args.json,
-        "count_as": args.count_as,
     }
+    Options(**options)  # every option checked before the target loads
+    common = {"prompts": _prompts(args), **options}
+    common["target"] = load_target(args.target, args.device, args.device_map)
     if args.matrix:
         rows = fault_matrix(
-            args.target, args.draft, release=args.as_loaded_by or "sglang==0.5.10", k=args.k,
+            args.target,
+            args.draft,
+            args.engine or "sglang==0.5.10",
             **common,
-        )  # fmt: skip
-        if args.json:
-            print(json.dumps({"matrix": [r.to_dict() for r in rows]}, indent=2))
-        else:
-            print(f"{'wiring':56} {'accept len':>10} {'step-0':>7}  per position")
-            for r in rows:
-                res = r.result
-                pos = " ".join(f"{p:.2f}" for p in res.per_position)
-                print(f"{r.label:56} {res.accept_len:10.3f} {res.step0_accuracy:7.3f}  {pos}")
-            w = rows[0].result.wiring
-            print(f"counted as {w['counted_as']}: {w['counting']}")
-        return 0
-    result = evaluate(
+            target_class=args.target_class,
+        )
+        gated = rows[0].findings  # what-if rows are not the deployment
+    else:
+        rows = (
+            [_deployment_row(args, common)] if args.engine or args.aux_layers or args.no_d2t else []
+        )
+        rows.insert(0, healthy(args.target, args.draft, **common))
+        if len(rows) == 2:  # measured first, so a bad option stops the run before any work
+            judge(rows[1], rows[0])
+        gated = rows[-1].findings
+    if args.json:
+        key = "matrix" if args.matrix else "rows"
+        print(json.dumps({key: [r.to_dict() for r in rows]}, indent=2))
+    else:
+        _print(rows)
+        print(render_text(gated))
+    return gate(gated, args.fail_on)
+
+
+def _deployment_row(args: argparse.Namespace, common: dict):
+    """As deployed on `--engine` (or the healthy wiring), with the what-ifs given."""
+    from kit.organism import as_deployed, evaluate
+
+    what_if = {"aux_layers": args.aux_layers, "use_d2t": not args.no_d2t, **common}
+    if not args.engine:
+        return evaluate(args.target, args.draft, None, **what_if)
+    aux_capture = False if args.no_aux_capture else None
+    return as_deployed(
         args.target,
         args.draft,
-        k=args.k,
-        as_loaded_by=args.as_loaded_by,
-        aux_capture=not args.no_aux_capture,
-        aux_layers=args.aux_layers,
-        use_d2t=not args.no_d2t,
-        **common,
+        args.engine,
+        aux_capture=aux_capture,
+        target_class=args.target_class,
+        **what_if,
     )
-    if args.json:
-        print(json.dumps(result.to_dict(), indent=2))
-        return 0
-    w = result.wiring
-    print(f"wiring: {w['as_loaded_by']}, hidden state {w['hidden_state']}", end="")
-    print(f" {w['aux_layers']}" if w["aux_layers"] else "", end="")
+
+
+def _prompts(args: argparse.Namespace):
+    """The prompt file (or the one beside the target), cut to `--num-prompts` when given."""
+    if not args.num_prompts:
+        return args.prompts
+    from pathlib import Path
+
+    from kit.organism import load_prompts
+    from kit.organism.prompts import default_prompts_file
+
+    path = args.prompts or default_prompts_file(Path(args.target))
+    return load_prompts(path)[: args.num_prompts]
+
+
+def _print(rows) -> None:
+    width = max(len(r.label) for r in rows) + 2
     print(
-        f", fc {'applied' if w['fc_applied'] else 'bypassed'}, d2t {'on' if w['use_d2t'] else 'off'}"
+        f"{'wiring':{width}} {'accept len':>10} {'95% interval':>16} {'step-0':>6}  "
+        "per position  | against healthy"
     )
-    print(f"prompts {result.prompts}, verify steps {result.verify_steps}, k {result.k}")
-    print(f"counted as {w['counted_as']}: {w['counting']}")
-    print(f"accept len {result.accept_len:.3f}   step-0 accuracy {result.step0_accuracy:.3f}")
-    print("per position  " + " ".join(f"{p:.3f}" for p in result.per_position))
-    for label, rate in result.accept_rate.items():
+    for r in rows:
+        if r.result is None:
+            print(f"{r.label:{width}} does not run: {r.crash.title if r.crash else '?'}")
+            continue
+        res = r.result
+        pos = " ".join(f"{p:.2f}" for p in res.per_position)
+        vs = ""
+        if r.vs_healthy is not None:
+            c = r.vs_healthy
+            vs = f"  | {c.difference:+.3f} {c.interval}, {'beyond' if c.beyond_noise else 'within'} noise"
+        print(
+            f"{r.label:{width}} {res.accept_len:10.3f} {res.accept_len_ci!s:>16} "
+            f"{res.step0_accuracy:6.3f}  {pos}{vs}"
+        )
+    row = next((r for r in reversed(rows) if r.result is not None), None)
+    if row is None or row.result is None:
+        return
+    last, s = row.result, row.result.settings
+    how = (
+        "greedy"
+        if s.temperature == 0
+        else f"sampled, temperature {s.temperature:g}, top-p {s.top_p:g}, seed {s.seed}"
+    )
+    print(
+        f"{last.prompts} {s.prompt_format} prompts, k {s.k}, {how}; {last.verify_steps} "
+        f"verify steps ({row.label})"
+    )
+    print(f"counted as {s.counted_as}: {s.counting}")
+    for label, rate in last.accept_rate.items():
         print(f"accept rate {label:28} {'(not logged)' if rate is None else f'{rate:.3f}'}")
-    print(render_text(result.findings))
-    return 0

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kit.acceptance.model import NEAR_ZERO_ACCEPT_LEN
 from kit.config import DraftConfig, TargetConfig, load_draft_config, load_target_config
 from kit.deployment.configs import Pair, config_findings
 from kit.deployment.draftkind import DraftKind, Kind, draft_kind
@@ -26,10 +27,9 @@ from kit.engines.serving import Method
 from kit.errors import KitError
 from kit.findings import Finding, Severity, ranked
 
-__all__ = ["NEAR_ZERO_ACCEPT_LEN", "DeploymentReport", "Served", "check"]
+__all__ = ["DeploymentReport", "Served", "check"]
 
 # An accept length at or below this is "near-zero acceptance" (1.00: no draft accepted).
-NEAR_ZERO_ACCEPT_LEN = 1.1
 
 
 @dataclass

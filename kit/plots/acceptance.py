@@ -40,11 +40,16 @@ def _name(run: Run) -> str:
 
 
 def accept_len_figure(
-    runs: Sequence[Run], floor: float = 1.0, expected: float | None = None
+    runs: Sequence[Run],
+    floor: float = 1.0,
+    expected: float | None = None,
+    expected_ci: Sequence[float] | None = None,
 ) -> go.Figure:
     """Accept len (top) and logged accept rate (bottom) over time, runs overlaid.
 
-    The zero-acceptance floor is drawn, and the offline-expected level when given.
+    The zero-acceptance floor is drawn, and the offline-expected level when given, with its
+    interval (`expected_ci`, `[lo, hi]`) as a band: a served figure inside the band is as
+    expected within the offline measurement's noise.
     """
     fig = make_subplots(
         rows=2, cols=1, shared_xaxes=True, subplot_titles=("accept len", "accept rate (as logged)")
@@ -92,6 +97,9 @@ def accept_len_figure(
             row=1,
             col=1,
         )
+    if expected_ci is not None:
+        lo, hi = expected_ci
+        fig.add_hrect(y0=lo, y1=hi, fillcolor="green", opacity=0.12, line_width=0, row=1, col=1)
     caps = {bands(r)["chain_cap"] for r in runs} - {None}
     for cap in caps:
         fig.add_hline(
@@ -107,28 +115,102 @@ def accept_len_figure(
     return fig
 
 
-def per_position_figure(runs_or_results: Sequence[Any]) -> go.Figure:
-    """Acceptance per draft position, one bar group per entry.
+def _per_position(i: int, r: Any) -> tuple[str, list[float], list[list[float]] | None]:
+    """Name, per-position rates and their intervals (`[lo, hi]` each, when known) of an entry."""
+    if isinstance(r, Run):
+        return _name(r), list(r.per_position or []), None
+    if isinstance(r, dict):
+        name = str(r.get("name") or r.get("label") or r.get("source") or f"run {i}")
+        return name, list(r.get("per_position") or []), r.get("per_position_ci")
+    name = str(
+        getattr(r, "name", None)
+        or getattr(r, "label", None)
+        or getattr(r, "source", None)
+        or f"run {i}"
+    )
+    r = getattr(r, "result", r)  # an offline row: its result, when it has one
+    ci = getattr(r, "per_position_ci", None)
+    return name, list(getattr(r, "per_position", None) or []), _as_lists(ci)
 
-    Entries are `Run`s, `summarize` dicts, or any object with `per_position` (and a `name` or
-    `source`), e.g. an offline acceptance result.
+
+def _as_lists(ci: Sequence[Any] | None) -> list[list[float]] | None:
+    if ci is None:
+        return None
+    return [[c.lo, c.hi] if hasattr(c, "lo") else list(c) for c in ci]
+
+
+def _error_bars(values: Sequence[float], ci: Sequence[Sequence[float]] | None) -> dict | None:
+    """Asymmetric plotly error bars from `[lo, hi]` intervals around `values`."""
+    if not ci:
+        return None
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [hi - v for v, (_, hi) in zip(values, ci, strict=True)],
+        "arrayminus": [v - lo for v, (lo, _) in zip(values, ci, strict=True)],
+    }
+
+
+def per_position_figure(runs_or_results: Sequence[Any]) -> go.Figure:
+    """Acceptance per draft position, one bar group per entry, with error bars where known.
+
+    Entries are `Run`s, `summarize` dicts, or any object with `per_position` (and a `name`,
+    `label` or `source`), e.g. an offline result or row: its `per_position_ci` (or a dict's)
+    becomes the error bars.
     """
     fig = go.Figure()
     for i, r in enumerate(runs_or_results):
-        if isinstance(r, Run):
-            name, pp = _name(r), r.per_position
-        elif isinstance(r, dict):
-            name, pp = str(r.get("name") or r.get("source") or f"run {i}"), r.get("per_position")
-        else:
-            name = str(getattr(r, "name", None) or getattr(r, "source", None) or f"run {i}")
-            pp = getattr(r, "per_position", None)
-        pp = list(pp or [])
-        fig.add_trace(go.Bar(x=[f"pos {j}" for j in range(len(pp))], y=pp, name=name))
+        name, pp, ci = _per_position(i, r)
+        fig.add_trace(
+            go.Bar(
+                x=[f"pos {j}" for j in range(len(pp))],
+                y=pp,
+                name=name,
+                error_y=_error_bars(pp, ci),
+            )
+        )
     fig.update_layout(
         title="Per-position acceptance",
         yaxis_title="P(accepted)",
         yaxis_range=[0, 1],
         barmode="group",
+    )
+    return fig
+
+
+def accept_len_by_wiring_figure(rows: Sequence[Any]) -> go.Figure:
+    """Offline accept len per wiring (`kit.organism.OfflineRow`s), with its interval as error
+    bars; a wiring the release cannot run is named on the axis with no bar."""
+    labels, values, ci, colours = [], [], [], []
+    healthy = next((r.result.accept_len for r in rows if r.result is not None), None)
+    for r in rows:
+        labels.append(r.label if r.result is not None else f"{r.label} (does not run)")
+        if r.result is None:
+            values.append(None)
+            ci.append([0.0, 0.0])
+            colours.append("#9e9e9e")
+            continue
+        al = r.result.accept_len
+        values.append(al)
+        ci.append([r.result.accept_len_ci.lo, r.result.accept_len_ci.hi])
+        good = healthy is not None and al >= 0.9 * healthy
+        colours.append("#c62828" if al < 1.1 else "#2e7d32" if good else "#ffa000")
+    err = _error_bars([v or 0.0 for v in values], ci)
+    fig = go.Figure(
+        go.Bar(
+            y=labels,
+            x=values,
+            marker_color=colours,
+            orientation="h",
+            error_x=err,
+        )
+    )
+    fig.add_vline(x=1.0, line_color="#c62828", line_dash="dash", annotation_text="zero acceptance")
+    fig.update_layout(
+        title="Offline accept length by wiring (95% interval)",
+        xaxis_title="accept len",
+        yaxis_autorange="reversed",
+        height=100 + 45 * len(rows),
     )
     return fig
 
@@ -147,10 +229,15 @@ def throughput_figure(runs: Sequence[Run]) -> go.Figure:
     return fig
 
 
-def write_html(path: str | Path, runs: Sequence[Run], expected: float | None = None) -> None:
+def write_html(
+    path: str | Path,
+    runs: Sequence[Run],
+    expected: float | None = None,
+    expected_ci: Sequence[float] | None = None,
+) -> None:
     """All three figures in one self-contained HTML file."""
     figs = [
-        accept_len_figure(runs, expected=expected),
+        accept_len_figure(runs, expected=expected, expected_ci=expected_ci),
         per_position_figure(runs),
         throughput_figure(runs),
     ]

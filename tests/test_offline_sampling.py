@@ -1,0 +1,208 @@
+"""Verification as servers run it (greedy or speculative sampling) and the figures' intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from kit.capture import trained_layers
+from kit.checkpoint import open_checkpoint
+from kit.config import load_draft_config, load_target_config
+from kit.draft import ChainCache
+from kit.organism import Sampler, compare, evaluate, healthy, load_prompts, load_target
+from kit.organism.intervals import percentile_interval, ratio_resamples, resample_weights
+from kit.organism.measure import completion_len
+from kit.organism.sampling import accept_probability, walk
+from kit.organism.wiring import load_draft, plan_wiring
+from tests.conftest import DATA
+
+torch.set_num_threads(1)
+
+ORGANISM = DATA / "organism"
+TARGET, DRAFT, PROMPTS = ORGANISM / "target", ORGANISM / "draft", ORGANISM / "prompts.jsonl"
+
+
+@pytest.fixture(scope="module")
+def target():
+    return load_target(TARGET)
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    return load_prompts(PROMPTS)
+
+
+# ---------------------------------------------------------------------------------------------
+# The sampler on distributions small enough to compute by hand.
+
+
+def test_temperature_and_top_p_by_hand():
+    """p = softmax(logits / T), then the smallest most-likely set reaching top_p, renormalised."""
+    logits = torch.tensor([0.5, 0.3, 0.15, 0.05]).log()
+    assert Sampler(1.0).probs(logits).tolist() == pytest.approx([0.5, 0.3, 0.15, 0.05])
+    squared = torch.tensor([0.25, 0.09, 0.0225, 0.0025]) / 0.365  # T = 0.5 squares p
+    assert Sampler(0.5).probs(logits).tolist() == pytest.approx(squared.tolist())
+    # 0.5 < 0.7, 0.5 + 0.3 >= 0.7: the two most likely stay, renormalised to 0.625 / 0.375
+    assert Sampler(1.0, top_p=0.7).probs(logits).tolist() == pytest.approx([0.625, 0.375, 0, 0])
+    assert Sampler(1.0, top_p=0.1).probs(logits).tolist() == pytest.approx([1, 0, 0, 0])
+
+
+def test_a_draft_equal_to_the_target_has_every_token_accepted():
+    """q = p: min(1, q/p) = 1 at every position, so every step accepts all k drafted tokens
+    (k + 1 emitted per step) whatever the draws."""
+    g = torch.Generator().manual_seed(0)
+    p = torch.rand(40, 4, generator=g).clamp_min(0.01)
+    probs = accept_probability(p, p)
+    assert torch.equal(probs, torch.ones_like(probs))
+    # tokens 2 … 31 after the prefill's token 1: 30 tokens, 6 steps of 4 accepted + 1
+    c = walk(probs, torch.rand(40, 4, generator=g), start=1, end=32)
+    assert (c.steps, c.accepted, c.emitted, c.per_position) == (6, 24, 30, [6, 6, 6, 6])
+
+
+P = torch.tensor([0.5, 0.3, 0.2])  # target
+Q = torch.tensor([0.2, 0.3, 0.5])  # draft; Σ min(p, q) = 0.2 + 0.3 + 0.2 = 0.7
+
+
+def _textbook(steps: int, k: int, g: torch.Generator) -> tuple[list[int], torch.Tensor]:
+    """Speculative sampling as written in the papers, draw by draw: d ~ q, accept with
+    min(1, p(d)/q(d)), else emit a token from norm(max(0, p − q)) and end the step."""
+    accepted, emitted = [], []
+    residual = (P - Q).clamp_min(0) / (P - Q).clamp_min(0).sum()
+    for _ in range(steps):
+        a = 0
+        for _ in range(k):
+            d = int(torch.multinomial(Q, 1, generator=g))
+            if float(torch.rand(1, generator=g)) < min(1.0, float(P[d] / Q[d])):
+                a += 1
+                emitted.append(d)
+            else:
+                emitted.append(int(torch.multinomial(residual, 1, generator=g)))
+                break
+        accepted.append(a)
+    return accepted, torch.bincount(torch.tensor(emitted), minlength=3) / len(emitted)
+
+
+def test_accept_decisions_given_the_text_match_textbook_speculative_sampling():
+    """Context-free p and q over three tokens, k = 2: each drafted token is accepted with
+    probability α = Σ min(p, q) = 0.7 given the ones before, so a step accepts 0.7 + 0.7² = 1.19
+    tokens on average (0.7 at position 0, 0.49 at position 1). The textbook algorithm and the
+    kit's decisions given a text sampled from p both reach it; the textbook's emitted tokens are
+    distributed as p, which is why the kit may sample the text first."""
+    g = torch.Generator().manual_seed(1)
+    book, emitted = _textbook(20000, 2, g)
+    assert np.mean(book) == pytest.approx(1.19, abs=0.025)
+    assert emitted.tolist() == pytest.approx(P.tolist(), abs=0.01)
+
+    text = torch.multinomial(P, 60000, replacement=True, generator=g)
+    k = 2
+    ahead = torch.stack([text[2 + j : 2 + j + len(text) - k - 2] for j in range(k)], -1)
+    probs = accept_probability(Q[ahead], P[ahead])
+    c = walk(probs, torch.rand(probs.shape, generator=g), start=1, end=len(text) - k - 2)
+    assert c.accepted / c.steps == pytest.approx(1.19, abs=0.025)
+    assert c.per_position[0] / c.steps == pytest.approx(0.7, abs=0.015)
+    assert c.per_position[1] / c.steps == pytest.approx(0.49, abs=0.015)
+
+
+# ---------------------------------------------------------------------------------------------
+# Intervals.
+
+
+def test_bootstrap_interval_covers_the_true_figure_about_95_percent_of_the_time():
+    """60 prompts of 10 verify steps, each prompt with its own difficulty (accepted ~
+    Binomial(20, d), d ~ Beta(2, 3)): the true accepted per step is 20 · 0.4 / 10 = 0.8. The
+    95% interval over prompts should contain it in about 95% of repeated experiments."""
+    rng = np.random.default_rng(3)
+    steps = np.full(60, 10.0)
+    hits = 0
+    trials = 300
+    weights = resample_weights(60, 1000, seed=11)
+    for _ in range(trials):
+        accepted = rng.binomial(20, rng.beta(2, 3, size=60)).astype(np.float64)
+        ci = percentile_interval(ratio_resamples(accepted, steps, weights))
+        hits += ci.contains(0.8)
+    assert 0.90 <= hits / trials <= 0.99
+
+
+def test_each_figure_has_an_interval_around_it(target, prompts):
+    r = healthy(TARGET, DRAFT, prompts=prompts[:60], target=target, progress=False).result
+    assert r.accept_len_ci.contains(r.accept_len)
+    assert r.accept_len_ci.hi - r.accept_len_ci.lo > 0.01  # 60 prompts differ
+    assert all(ci.contains(p) for p, ci in zip(r.per_position, r.per_position_ci, strict=True))
+    d = r.to_dict()
+    assert d["accept_len_ci"] == r.accept_len_ci.to_list() and len(d["per_position_ci"]) == r.k
+    same = compare(r, r)
+    assert same.paired and same.difference == 0 and not same.beyond_noise
+
+
+# ---------------------------------------------------------------------------------------------
+# The bundled pair: greedy is unchanged, sampling repeats with its seed.
+
+
+def _reference_greedy(target, prompts, k: int, max_new: int) -> tuple[int, int, list[int]]:
+    """Greedy verification the way the kit measured it before sampling existed: transformers'
+    own greedy `generate`, the draft's chains fed its *own* argmax tokens, and a verify step
+    that counts the leading drafts equal to the target's tokens (nothing past the stop)."""
+    target_cfg, draft_cfg = load_target_config(TARGET), load_draft_config(DRAFT)
+    plan = plan_wiring(open_checkpoint(DRAFT), draft_cfg, target_cfg)
+    draft = load_draft(DRAFT, plan, target)
+    layers = trained_layers(draft_cfg, target_cfg.num_hidden_layers)
+    steps = accepted = 0
+    per_position = [0] * k
+    with torch.inference_mode():
+        for pr in prompts:
+            ids = torch.tensor([pr.ids])
+            out = target.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                  max_new_tokens=max_new, min_new_tokens=max_new,
+                                  do_sample=False, eos_token_id=None, pad_token_id=0)  # fmt: skip
+            seq = out[0]
+            hs = target(input_ids=out, output_hidden_states=True).hidden_states
+            h = torch.cat([hs[i] for i in layers], -1)[:, :-1]
+            rows = len(seq) - 1
+            cache, tokens, own, drafts = ChainCache(1), seq[None, 1:], False, []
+            for j in range(k):
+                logits, h = draft(tokens, h, torch.arange(rows) + j, cache, own)
+                tokens, own = draft.to_target_ids(logits.argmax(-1)), True
+                drafts.append(tokens[0])
+            drafts = torch.stack(drafts, -1)
+            start = len(pr.ids)
+            end = start + completion_len(seq[start:].tolist(), pr.stop_ids, max_new)
+            p = start
+            while p < end - 1:
+                left = end - 1 - p
+                truth = seq[p + 1 : p + 1 + min(k, left)]
+                a = min(int((drafts[p - 1][: len(truth)] == truth).long().cumprod(0).sum()),
+                        left - 1)  # fmt: skip
+                steps, accepted = steps + 1, accepted + a
+                for i in range(a):
+                    per_position[i] += 1
+                p += a + 1
+    return steps, accepted, per_position
+
+
+def test_temperature_zero_is_greedy_verification(target, prompts):
+    """--temperature 0 gives the counts of an independent greedy implementation, exactly."""
+    few = prompts[:40]
+    r = healthy(TARGET, DRAFT, prompts=few, target=target, progress=False,
+                count_as="sglang==0.5.10", temperature=0).result  # fmt: skip
+    want = _reference_greedy(target, few, k=5, max_new=24)
+    assert (r.verify_steps, r.accepted, r.accepted_per_position) == want
+
+
+def test_sampled_figure_repeats_with_its_seed_and_stays_above_the_incident(target, prompts):
+    """Temperature 0.8, fixed seed: the healthy pair gives the same figure twice, inside its
+    interval, and lies above the incident's wiring (sglang==0.5.10, aux capture off) beyond
+    both intervals. Another seed draws other accept decisions."""
+    common = {"prompts": prompts[:100], "target": target, "progress": False,
+              "temperature": 0.8, "seed": 7, "count_as": "sglang==0.5.10"}  # fmt: skip
+    first = healthy(TARGET, DRAFT, **common).result
+    again = healthy(TARGET, DRAFT, **common).result
+    assert first.figures() == again.figures()
+    assert first.accept_len_ci.contains(first.accept_len)
+    assert first.settings.temperature == 0.8 and first.settings.seed == 7
+    incident = evaluate(TARGET, DRAFT, "sglang==0.5.10", aux_capture=False, **common).result
+    assert incident.accept_len_ci.hi < first.accept_len_ci.lo
+    other = healthy(TARGET, DRAFT, **(common | {"seed": 8})).result
+    assert other.figures()["counts"] != first.figures()["counts"]
+    greedy = healthy(TARGET, DRAFT, **(common | {"temperature": 0})).result
+    assert greedy.figures()["counts"] != first.figures()["counts"]
