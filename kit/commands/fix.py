@@ -16,7 +16,9 @@ HELP = "Rename keys and fix config.json so that every tensor loads in one engine
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="draft checkpoint (file or folder with config.json)")
-    parser.add_argument("--for", dest="engine", required=True, help="ENGINE==X: sglang, vllm or lmdeploy")
+    parser.add_argument(
+        "--for", dest="engine", required=True, help="ENGINE==X: sglang, vllm or lmdeploy"
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--out", type=Path, help="write a complete new folder here (must not exist)")
     where.add_argument(
