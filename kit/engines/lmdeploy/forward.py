@@ -16,7 +16,7 @@ ERAS: list[Row[Era]] = [
         EAGLE3 + ":124-126 (0.11.0), :125-127 (0.15.0, 0.18.0) fc iff "
         "previous_hidden_states.shape[-1] != inputs_embeds.shape[-1]; "
         + P + "spec_decode/proposers/eagle3.py:62 (0.11.0), :122 (0.15.0), :137 (0.18.0) "
-        "draft_id_to_target_id[draft_token_ids]; " + EAGLE3 + ":229-232 get_logits: lm_head"),
+        "draft_id_to_target_id[draft_token_ids]; " + EAGLE3 + ":229-232 (0.11.0) get_logits: lm_head"),
 ]  # fmt: skip
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kit.engines.base import EngineRelease
 from kit.engines.lmdeploy.config import EAGLE3, P
-from kit.engines.vocab import KeyOutcome, LoadContext, Outcome, Refusal
+from kit.engines.vocab import KeyOutcome, LoadContext, Outcome, Refusal, Shard
 
 LOAD = EAGLE3 + ":277-317 (0.11.0), :278-318 (0.15.0, 0.18.0) load_weights"
 D2T = EAGLE3 + ":290-296 (0.11.0), :291-297 (0.15.0, 0.18.0) d2t + arange(draft_vocab_size)"
@@ -68,7 +68,7 @@ def resolve_key(key: str, ctx: LoadContext) -> KeyOutcome:
 
 
 def _lookup(
-    key: str, name: str, shard, ctx: LoadContext, outcome: Outcome, msg: str, src: str
+    key: str, name: str, shard: Shard, ctx: LoadContext, outcome: Outcome, msg: str, src: str
 ) -> KeyOutcome:
     """`params_dict[name]`: the parameter, or the start-up KeyError."""
     if name in ctx.params:
