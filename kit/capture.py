@@ -245,9 +245,12 @@ def _fc_bypassed(r: CaptureReport, cap: Capture) -> Finding | None:
             f"{_layers(r.trained_layers)} concatenated: {trained_w} wide, projected by fc "
             f"to {r.draft_hidden}",
         ),
-        fix="make the target capture its aux hidden states: a release whose target class "
-        "implements set_eagle3_layers_to_capture, and eagle_config.use_aux_hidden_state "
-        "true (or absent)",
+        fix=cap.fixes.get(
+            "FC_BYPASSED",
+            "make the target capture its aux hidden states: a release whose target class "
+            "implements set_eagle3_layers_to_capture, and eagle_config.use_aux_hidden_state "
+            "true (or absent)",
+        ),
         engine=r.engine,
         source=cap.sources.get("fc_gate"),
         root_cause=True,
@@ -327,8 +330,11 @@ def _ids_ignored(r: CaptureReport, cap: Capture, draft: DraftConfig) -> Finding 
             f"(trained on states after {_layers(r.trained_layers)} layers)",
             f"captured: states after {_layers(r.captured_layers)} layers",
         ),
-        fix="put the ids where this release reads them (SGLang: eagle_config, output-of-"
-        "layer convention; vLLM ≥0.11.1: top level, verbatim)"
+        fix=cap.fixes.get(
+            "AUX_IDS_IGNORED",
+            "put the ids where this release reads them (SGLang: eagle_config, output-of-"
+            "layer convention; vLLM ≥0.11.1: top level, verbatim)",
+        )
         if differs
         else "",
         engine=r.engine,

@@ -2,10 +2,11 @@
 
 One draft step, as SGLang's `LlamaForCausalLMEagle3` runs it (0.5.10
 `sglang/srt/models/llama_eagle3.py:144-190`) and where vLLM's `Eagle3LlamaForCausalLM` differs
-(0.11.1 `vllm/model_executor/models/llama_eagle3.py:74-207`, `v1/spec_decode/eagle.py`):
+(0.11.1 `vllm/model_executor/models/llama_eagle3.py:74-207`, `v1/spec_decode/eagle.py`); LMDeploy
+runs SGLang's step with its own head only and an absolute token map (`Era`):
 
     e = embed_tokens(input_ids)                                   hook: embeds
-    SGLang: fc only if hidden.shape[-1] != e.shape[-1]            hook: aux_hidden_states
+    SGLang, LMDeploy: fc only if hidden.shape[-1] != e.shape[-1]  hook: aux_hidden_states
     vLLM:   fc always on the target's states (not on the draft's own)
             [input_norm over K·Ht] [fc_norm per chunk] -> fc      hooks: fc_in, fc_out
     residual = h (vLLM norm_before_residual: hidden_norm(h))
@@ -15,13 +16,13 @@ One draft step, as SGLang's `LlamaForCausalLMEagle3` runs it (0.5.10
     m = mlp(y)                                                    hook: mlp_out
     s = m + residual; n = norm(s)                                 hook: norm_out
     logits = lm_head(n)  (draft vocab)                            hook: logits
-    ids = argmax; target id = i + d2t[i]                          hook: draft_token_ids
+    ids = argmax; target id = i + d2t[i] (LMDeploy: map[i])       hook: draft_token_ids
     next hidden = s (or n with norm_output)                       hook: hidden_out
 
 The module is built from the release's own parameter list (`kit.engines.<engine>.engine_params`:
-merged `qkv_proj` / `gate_up_proj`; `model.midlayer` in SGLang ≤0.5.11, `model.layers.{i}` later
-and in vLLM), so a load simulation's report applies name for name and no structural fact is
-stated twice. The engines pad vocabulary rows to a multiple of 64; this module keeps the
+merged `qkv_proj` / `gate_up_proj`; `model.midlayer` in SGLang ≤0.5.11 and LMDeploy,
+`model.layers.{i}` in later SGLang and in vLLM), so a load simulation's report applies name for name and no structural fact is
+stated twice. SGLang and vLLM pad vocabulary rows to a multiple of 64; this module keeps the
 exact vocabulary (padding rows are never read). Every tensor that crosses a boundary passes an
 identity `HookPoint`, and `run_with_cache` returns `{hook name: tensor}` (TransformerLens style).
 The module builds and runs on the meta device, so a full-scale draft traces without memory.
@@ -40,11 +41,16 @@ from torch import nn
 from kit.checkpoint import Checkpoint
 from kit.config import DraftConfig
 from kit.engines import ENGINES, EngineRelease, parse_engine
-from kit.engines.vocab import Era, FcGate, Honoured, Init, Outcome, ParamSpec, State
+from kit.engines.vocab import Era, FcGate, Honoured, Init, Outcome, ParamSpec, State, TokenMap
 from kit.errors import KitError
 
-# The release whose module `build_draft` makes when none is named: every layout loads in it.
-DEFAULT_RELEASE = {"sglang": "sglang==0.5.12", "vllm": "vllm==0.11.2"}
+# The release whose module `build_draft` makes when none is named: for SGLang and vLLM one in which
+# every layout loads; LMDeploy's module is the same in every release read.
+DEFAULT_RELEASE = {
+    "sglang": "sglang==0.5.12",
+    "vllm": "vllm==0.11.2",
+    "lmdeploy": "lmdeploy==0.18.0",
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,7 +263,8 @@ class Eagle3Draft(nn.Module):
         self.model = Eagle3Model(cfg, specs, self.era, self.honoured)
         if "lm_head.weight" in specs:
             self.lm_head = nn.Linear(cfg.hidden_size, specs["lm_head.weight"].rows or 0, bias=False)
-        # d2t offsets: a vLLM parameter (`draft_id_to_target_id`), SGLang's `hot_token_id` source
+        # the token map: a vLLM / LMDeploy parameter (`draft_id_to_target_id`), SGLang's
+        # `hot_token_id` source
         vd = cfg.effective_draft_vocab
         if "draft_id_to_target_id" in specs:
             self.register_buffer("draft_id_to_target_id", torch.zeros(vd, dtype=torch.long))
@@ -280,18 +287,26 @@ class Eagle3Draft(nn.Module):
 
     @property
     def d2t_offsets(self) -> torch.Tensor | None:
-        """`target id = draft id + d2t[draft id]`; None: draft ids are used as target ids."""
+        """The token map (`Era.token_map`: d2t offsets, or absolute target ids); None: draft ids
+        are used as target ids."""
         if not self.use_d2t:
             return None
         name = self.d2t_buffer_name()
         return None if name is None else getattr(self, name)
 
     def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
+        """Offsets add to the id; an absolute map (LMDeploy) is indexed, so one nothing loaded
+        (zeros) sends every drafted token to target id 0, as the engine does."""
         d2t = self.d2t_offsets
-        return draft_ids if d2t is None else draft_ids + d2t[draft_ids]
+        if d2t is None:
+            return draft_ids
+        if self.era.token_map is TokenMap.ABSOLUTE:
+            return d2t[draft_ids]
+        return draft_ids + d2t[draft_ids]
 
     def head(self) -> nn.Module:
-        return self.model.embed_tokens if self.cfg.tie_word_embeddings else self.lm_head
+        tied = self.cfg.tie_word_embeddings and not self.era.own_head_only
+        return self.model.embed_tokens if tied else self.lm_head
 
     # -- one draft step -------------------------------------------------------------------
 
@@ -399,7 +414,7 @@ def build_draft(
     if release is None:
         release = DEFAULT_RELEASE.get(engine)
         if release is None:
-            raise KitError(f"unknown engine {engine!r}; use sglang or vllm")
+            raise KitError(f"unknown engine {engine!r}; use {', '.join(DEFAULT_RELEASE)}")
     if isinstance(release, str):
         release = parse_engine(release)
     return Eagle3Draft(cfg, release)
@@ -430,7 +445,7 @@ def load_state(
             if rec.outcome == Outcome.CONSUMED and "d2t" in rec.key:
                 buf = draft.d2t_buffer_name()
                 if buf is not None:
-                    params[buf].copy_(ck.read_tensor(rec.key))
+                    params[buf].copy_(_token_map(draft, ck.read_tensor(rec.key)))
             elif rec.outcome == Outcome.LOADED and rec.param in params:
                 rows = _shard_rows(draft, rec.param, rec.shard)
                 dest = params[rec.param] if rows is None else params[rec.param][rows]
@@ -444,6 +459,13 @@ def load_state(
                 p.copy_(_from_target(st.name, p, target))
             elif st.state == State.LEFT_AT_INIT:
                 _init_like_engine(p, st.init, seed + zlib.crc32(st.name.encode()))
+
+
+def _token_map(draft: Eagle3Draft, d2t: torch.Tensor) -> torch.Tensor:
+    """The checkpoint's offsets as the engine stores them: absolute ids where it adds arange."""
+    if draft.era.token_map is TokenMap.ABSOLUTE:
+        return d2t + torch.arange(d2t.shape[0], dtype=d2t.dtype)
+    return d2t
 
 
 def _shard_rows(draft: Eagle3Draft, name: str, shard) -> slice | None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from kit.config import DraftConfig
 from kit.engines import ENGINES, EngineRelease
-from kit.engines.vocab import Init, Outcome, Refusal, State
+from kit.engines.vocab import Init, Outcome, Refusal, State, TokenMap
 from kit.findings import Finding, Severity
 
 if TYPE_CHECKING:
@@ -125,7 +125,7 @@ def findings_for(
         lambda: _crash(r, fatal, fix),
         lambda: _warned(r, fix),
         lambda: _d2t_missing(r, rel, cfg, fatal),
-        lambda: _head_missing(r),
+        lambda: _head_missing(r, rel, cfg),
         lambda: _tied_head(r, cfg),
         lambda: _embed_replaced(r),
         lambda: _input_norm_discarded(r),
@@ -228,14 +228,23 @@ def _warned(r: LoadReport, fix: str) -> Finding | None:
 def _d2t_missing(
     r: LoadReport, rel: EngineRelease, cfg: DraftConfig, fatal: Refusal | None
 ) -> Finding | None:
+    """No d2t: harmless only when the draft vocab is the target's and the engine's token map
+    without d2t is the identity; an absolute map (LMDeploy) stays zeros whatever the vocab."""
+    absolute = ENGINES[rel.name].era(rel).value.token_map is TokenMap.ABSOLUTE
     has_d2t = any("d2t" in k.key for k in r.keys)
-    if has_d2t or cfg.effective_draft_vocab >= cfg.vocab_size or fatal:
+    if has_d2t or fatal or (cfg.effective_draft_vocab >= cfg.vocab_size and not absolute):
         return None
+    title = (
+        f"no d2t tensor: {r.engine}'s token map stays zeros, so every drafted token becomes "
+        "target id 0"
+        if absolute
+        else f"no d2t tensor although the draft vocab ({cfg.effective_draft_vocab}) is smaller "
+        f"than the target's ({cfg.vocab_size}): draft ids are taken as target ids"
+    )
     return Finding(
         code="D2T_MISSING",
         severity=Severity.CRITICAL,
-        title=f"no d2t tensor although the draft vocab ({cfg.effective_draft_vocab}) is smaller "
-        f"than the target's ({cfg.vocab_size}): draft ids are taken as target ids",
+        title=title,
         evidence=(f"draft_vocab_size={cfg.draft_vocab_size}", f"vocab_size={cfg.vocab_size}"),
         fix="add the trainer's d2t (draft→target offsets) to the checkpoint",
         engine=r.engine,
@@ -244,17 +253,29 @@ def _d2t_missing(
     )
 
 
-def _head_missing(r: LoadReport) -> Finding | None:
+def _head_missing(r: LoadReport, rel: EngineRelease, cfg: DraftConfig) -> Finding | None:
     head = next((p for p in r.params if p.name == "lm_head.weight"), None)
     if head is None or head.state != State.LEFT_AT_INIT:
         return None
+    if cfg.tie_word_embeddings:
+        fix = "set tie_word_embeddings: false so the trained lm_head.weight loads"
+    elif ENGINES[rel.name].era(rel).value.own_head_only:
+        fix = f"ship the trained lm_head.weight ({r.engine} never borrows the target's)"
+    else:
+        fix = (
+            "ship the trained lm_head.weight (or set draft_vocab_size: null to borrow the target's)"
+        )
     return Finding(
         code="LM_HEAD_MISSING",
         severity=Severity.CRITICAL,
         title=f"lm_head.weight is never loaded and stays {head.init}: acceptance near the floor",
-        evidence=tuple(f"{k.key}: {k.outcome}" for k in r.keys if "lm_head" in k.key)
+        evidence=tuple(
+            f"{k.key}: {k.outcome}" + (f" ({k.message})" if k.message else "")
+            for k in r.keys
+            if "lm_head" in k.key
+        )
         or ("no lm_head tensor in the checkpoint",),
-        fix="ship the trained lm_head.weight (or set draft_vocab_size: null to borrow the target's)",
+        fix=fix,
         engine=r.engine,
         source=r.keys[0].source if r.keys else None,
         root_cause=True,
@@ -265,8 +286,9 @@ def _tied_head(r: LoadReport, cfg: DraftConfig) -> Finding | None:
     tied = [
         k for k in r.keys if "lm_head" in k.key and k.outcome in (Outcome.DROPPED, Outcome.IGNORED)
     ]
-    if not (cfg.tie_word_embeddings and tied):
-        return None
+    head = next((p for p in r.params if p.name == "lm_head.weight"), None)
+    if not (cfg.tie_word_embeddings and tied) or (head and head.state == State.LEFT_AT_INIT):
+        return None  # a head nothing fills is LM_HEAD_MISSING: the engine ties nothing
     return Finding(
         code="TIED_HEAD_DROPPED",
         severity=Severity.WARNING,

@@ -88,6 +88,19 @@ def _problems(report: LoadReport) -> list[str]:
     return problems + [f"{k.key}: {k.outcome} ({k.message})" for k in report.as_served.lost]
 
 
+def _why(report: LoadReport) -> str:
+    """What stops the load, each distinct reason once with the first keys it hits (a start-up
+    exception that fails every key is said once, not per key)."""
+    reasons: dict[str, list[str]] = {}
+    for k in report.as_served.lost:
+        reasons.setdefault(f"{k.outcome} ({k.message})", []).append(k.key)
+    parts = [f"config.json refused: {report.refusal.message}"] if report.refusal else []
+    for reason, keys in reasons.items():
+        more = f" … (+{len(keys) - 2})" if len(keys) > 2 else ""
+        parts.append(f"{reason}: {', '.join(keys[:2])}{more}")
+    return "; ".join(parts[:4])
+
+
 # --- config.json ------------------------------------------------------------------------------
 
 
@@ -166,10 +179,7 @@ def plan_fix(ck: Checkpoint, cfg: DraftConfig, release: EngineRelease | str) -> 
             break
     else:
         plan, after = min(tried, key=lambda t: (t[1].crashed, len(_problems(t[1]))))
-        raise KitError(
-            f"no rename makes every tensor load in {rel}: " + "; ".join(_problems(after)[:4]),
-            ck.path,
-        )
+        raise KitError(f"no rename makes every tensor load in {rel}: {_why(after)}", ck.path)
     plan, after = _with_norm_renames(ck, plan, after, cfg_after, rel)
     missing = _required_missing(after)
     if missing:

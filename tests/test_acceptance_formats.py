@@ -292,5 +292,7 @@ def test_an_unknown_engine_name_is_one_error(tmp_path, capsys):
     p.write_text("accept len: 2.00\n")
     assert main(["acceptance", str(p), "--engine", "trtllm"]) == 2
     assert "unknown engine 'trtllm'" in capsys.readouterr().err
-    assert main(["acceptance", str(p), "--engine", "lmdeploy==0.18.0"]) == 2
-    assert "give --engine lmdeploy (the name alone)" in capsys.readouterr().err
+    # LMDeploy is a modelled engine: its release is read like any other
+    assert main(["acceptance", str(p), "--engine", "lmdeploy==0.18.0"]) == 0
+    assert main(["acceptance", str(p), "--engine", "lmdeploy==9.0.0"]) == 2
+    assert "outside the supported range" in capsys.readouterr().err

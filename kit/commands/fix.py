@@ -29,7 +29,9 @@ GUARANTEE = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = GUARANTEE
     parser.add_argument("path", help="draft checkpoint (file or folder with config.json)")
-    parser.add_argument("--for", dest="engine", help="sglang==X or vllm==X")
+    parser.add_argument(
+        "--for", dest="engine", help="ENGINE==X: the release to fix for (sglang, vllm, …)"
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--out", type=Path, help="write a complete new folder here (must not exist)")
     where.add_argument(

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--engine",
         required=True,
-        help="sglang==X or vllm==X; a bare engine name (or all) prints a matrix over releases",
+        help="ENGINE==X (sglang, vllm, lmdeploy); a bare engine name (or all) prints a matrix",
     )
     parser.add_argument("--config", help="draft config.json (default: the one beside CKPT)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")

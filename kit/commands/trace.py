@@ -24,7 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target-config", required=True, metavar="CFG", help="the target's config.json"
     )
-    parser.add_argument("--engine", required=True, help="e.g. sglang==0.5.10 or vllm==0.11.0")
+    parser.add_argument(
+        "--engine", required=True, help="e.g. sglang==0.5.10, vllm==0.11.0, lmdeploy==0.18.0"
+    )
     parser.add_argument(
         "--target-class",
         metavar="NAME",

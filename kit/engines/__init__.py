@@ -1,7 +1,7 @@
 """Engine releases and version-ranged rules: engine behaviour is data, not `if`s.
 
-One package per engine (`kit.engines.sglang`, `kit.engines.vllm`, …) holds everything the kit
-knows about that engine as version-ranged rows citing the engine's source; each package lists the
+One package per engine (`kit.engines.sglang`, `kit.engines.vllm`, `kit.engines.lmdeploy`) holds
+everything the kit knows about that engine as version-ranged rows citing the engine's source; each package lists the
 releases it was read in (`RELEASES`). `parse_engine("sglang==0.5.10")` gives an `EngineRelease`,
 and `pick(rows, release)` returns the row in force. Supporting a new release is adding a row;
 supporting a new engine is adding a package and naming it in `ENGINES`.
@@ -13,7 +13,7 @@ import re
 
 from packaging.version import Version
 
-from kit.engines import sglang, vllm
+from kit.engines import lmdeploy, sglang, vllm
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.errors import KitError
 from kit.findings import Finding, Severity
@@ -31,7 +31,7 @@ __all__ = [
     "supported_range",
 ]
 
-ENGINES = {"sglang": sglang, "vllm": vllm}
+ENGINES = {"sglang": sglang, "vllm": vllm, "lmdeploy": lmdeploy}
 
 # Releases read in the engines' sources, oldest first, per engine.
 RELEASES: dict[str, tuple[str, ...]] = {name: pkg.RELEASES for name, pkg in ENGINES.items()}
@@ -102,5 +102,5 @@ def release_findings(release: EngineRelease) -> list[Finding]:
 def all_releases(name: str) -> list[EngineRelease]:
     """Every release the kit models for one engine, oldest first (for version matrices)."""
     if name not in RELEASES:
-        raise KitError(f"unknown engine {name!r}; use sglang or vllm")
+        raise KitError(f"unknown engine {name!r}; use {', '.join(ENGINES)}")
     return [EngineRelease(name, Version(v)) for v in RELEASES[name]]

@@ -161,13 +161,25 @@ class FcGate(StrEnum):
     SKIPPED = "skipped"  # vLLM ≥0.12 with eagle_config.use_aux_hidden_state false
 
 
+class TokenMap(StrEnum):
+    """How the engine turns a drafted id into a target id with the checkpoint's `d2t` offsets."""
+
+    OFFSETS = "offsets"  # target = id + d2t[id]; without d2t the identity (SGLang, vLLM)
+    ABSOLUTE = "absolute"  # map[id] = id + d2t[id]; without d2t all zeros: id 0 (LMDeploy)
+
+
 @dataclass(frozen=True)
 class Era:
     """How a range of releases runs the draft module's forward pass (its parameters are
-    `engine_params`): when fc runs, and which norm opens decoder layers after the first."""
+    `engine_params`): when fc runs, which norm opens decoder layers after the first, how drafted
+    ids become target ids, and whether the head can be other than the draft's own `lm_head`."""
 
     fc_gate: FcGate
     later_input_norm: str  # "hidden_norm" (SGLang ≥0.5.12) | "input_layernorm" (vLLM)
+    token_map: TokenMap = TokenMap.OFFSETS
+    # True: logits always come from the draft's lm_head, never tied to the embedding nor borrowed
+    # from the target, whatever tie_word_embeddings / draft_vocab_size say (LMDeploy)
+    own_head_only: bool = False
 
 
 class Feed(StrEnum):
@@ -199,3 +211,5 @@ class Capture:
     fc_gate: FcGate
     unverified: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    # finding code -> this engine's fix, where the generic fix names another engine's mechanism
+    fixes: dict[str, str] = field(default_factory=dict)

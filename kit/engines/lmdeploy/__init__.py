@@ -1,0 +1,65 @@
+"""LMDeploy (PyTorch engine): everything the kit knows about how it loads, feeds, runs and counts
+an EAGLE-3 draft.
+
+Read in the released `lmdeploy` wheels on PyPI (`pip download --no-deps lmdeploy==X`); every row
+cites the file and line inside the wheel's `lmdeploy/` for the releases it names. EAGLE-3 arrives
+in 0.11.0 (0.10.2 has no `llama_eagle3.py`); the draft module and its loader are the same in
+every release read.
+
+- `config`: which draft configs stop it at start-up, what it builds from them, the form it wants;
+- `params`: the parameters its draft module builds; `load`: what its loader does with each key;
+- `capture`: which target states it hands the draft; `forward`: how the draft's forward runs;
+- `acceptance`: how its metrics count accepted tokens.
+"""
+
+from __future__ import annotations
+
+from kit.engines.lmdeploy import acceptance, capture, config, forward, load, params
+from kit.engines.lmdeploy.capture import capture as capture_aux
+from kit.engines.lmdeploy.config import (
+    CONFIG_FIX,
+    constructor_failure,
+    honours,
+    num_aux,
+    refuses_config,
+    rewritten_config,
+)
+from kit.engines.lmdeploy.forward import era
+from kit.engines.lmdeploy.load import (
+    SHAPE_CHECK,
+    d2t_source,
+    from_target,
+    missing_d2t_failure,
+    resolve_key,
+)
+from kit.engines.lmdeploy.params import engine_params
+
+NAME = "lmdeploy"
+
+# Releases read: the first with EAGLE-3, one in the middle, the latest on PyPI.
+RELEASES: tuple[str, ...] = ("0.11.0", "0.15.0", "0.18.0")
+
+__all__ = [
+    "CONFIG_FIX",
+    "NAME",
+    "RELEASES",
+    "SHAPE_CHECK",
+    "acceptance",
+    "capture",
+    "capture_aux",
+    "config",
+    "constructor_failure",
+    "d2t_source",
+    "engine_params",
+    "era",
+    "forward",
+    "from_target",
+    "honours",
+    "load",
+    "missing_d2t_failure",
+    "num_aux",
+    "params",
+    "refuses_config",
+    "resolve_key",
+    "rewritten_config",
+]
