@@ -8,7 +8,7 @@ import sys
 
 from kit.checkpoint import open_checkpoint
 from kit.config import load_draft_config
-from kit.engines import all_releases
+from kit.engines import ENGINES, all_releases
 from kit.engines.vocab import Outcome
 from kit.loading import engine_params, simulate_load
 
@@ -81,7 +81,7 @@ def test_matrix_over_every_engine(sample_dir):
     out = run_kit("simulate", str(sample_dir), "--engine", "all", "--json")
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)["matrix"]
-    assert {r["engine"] for r in rows} == {"sglang", "vllm"}
+    assert {r["engine"] for r in rows} == set(ENGINES)
     clean = [r for r in rows if r["engine"] == "vllm" and r["outcome"] == "loads fully"]
     assert clean and clean[0]["first"] == "0.10.0"
 

@@ -167,7 +167,13 @@ class Era:
     `engine_params`): when fc runs, and which norm opens decoder layers after the first."""
 
     fc_gate: FcGate
-    later_input_norm: str  # "hidden_norm" (SGLang ≥0.5.12) | "input_layernorm" (vLLM)
+    # "hidden_norm" (SGLang ≥0.5.12) | "input_layernorm" (vLLM) | EVERY_LAYER_READS_EMBEDS
+    later_input_norm: str
+
+
+# TensorRT-LLM: every decoder layer is an EAGLE-3 input layer; layers after the first add the
+# previous residual to their input and read [input_layernorm(embeds) ‖ hidden_norm(h)] again.
+EVERY_LAYER_READS_EMBEDS = "embeds_and_hidden_norm"
 
 
 class Feed(StrEnum):
