@@ -20,7 +20,8 @@ One draft step, as SGLang's `LlamaForCausalLMEagle3` runs it (0.5.10
 
 The module is built from the release's own parameter list (`kit.engines.<engine>.engine_params`:
 merged `qkv_proj` / `gate_up_proj`; `model.midlayer` in SGLang ≤0.5.11, `model.layers.{i}` later
-and in vLLM), so a load simulation's report applies name for name and no structural fact is
+and in vLLM, `model.midlayer` / `model.midlayer.{i}` in TensorRT-LLM, whose later layers read the
+embeddings again), so a load simulation's report applies name for name and no structural fact is
 stated twice. The engines pad vocabulary rows to a multiple of 64; this module keeps the
 exact vocabulary (padding rows are never read). Every tensor that crosses a boundary passes an
 identity `HookPoint`, and `run_with_cache` returns `{hook name: tensor}` (TransformerLens style).

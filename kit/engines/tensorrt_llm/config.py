@@ -6,8 +6,9 @@ Read at NVIDIA/TensorRT-LLM commit b35ac1b64368513d215c57d2ed01d62d910df8da, who
 `SPEC:line`). The draft config goes through `ModelConfig.from_pretrained`, i.e. transformers'
 AutoConfig, which needs a `model_type`: a speculators config (`transformer_layer_config`) is
 refused. The draft class does not depend on `architectures` in the default one-model mode
-(`get_draft_model` builds `Eagle3ForCausalLM`); the two-model mode maps any architecture to
-`EAGLE3<arch>` once `draft_vocab_size` is present. The EAGLE-3 module of this release reads no
+(`get_draft_model` builds `Eagle3ForCausalLM`, SPEC:479-482); the two-model mode
+(`eagle3_one_model=False`) picks the class from `architectures` and is not modelled here. The
+EAGLE-3 module of this release reads no
 norm flag (`norm_before_fc`, `fc_norm`, `norm_output`, `eagle_config`): it runs the plain
 EAGLE-3 layer. `rewritten_config` is the form it reads, which `python -m kit fix --for
 tensorrt_llm==X` writes.
@@ -30,8 +31,9 @@ AT = f"(1.2.0rc2, {COMMIT})"
 # AutoConfig needs a model_type; a speculators config has none at top level.
 SPECULATORS_CONFIG: list[Row[bool]] = [
     Row(VersionRange("1.2.0rc2"), False,
-        f"{SPEC}:510 ModelConfig.from_pretrained(speculative_model_dir) -> transformers "
-        f"AutoConfig (no model_type: Unrecognized model); no speculators reader in the tree {AT}"),
+        f"{SPEC}:510 ModelConfig.from_pretrained(speculative_model_dir) (model_config.py: "
+        f"transformers AutoConfig; no model_type: Unrecognized model); no speculators reader "
+        f"found {AT}"),
 ]  # fmt: skip
 
 # `config.draft_vocab_size` is read as an attribute: a config without the key fails.
