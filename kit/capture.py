@@ -333,7 +333,9 @@ def _ids_ignored(r: CaptureReport, cap: Capture, draft: DraftConfig) -> Finding 
         fix=cap.fixes.get(
             "AUX_IDS_IGNORED",
             "put the ids where this release reads them (SGLang: eagle_config, output-of-"
-            "layer convention; vLLM ≥0.11.1: top level, verbatim)",
+            "layer convention; vLLM ≥0.11.1: top level, verbatim; TensorRT-LLM: the speculative "
+            "config's eagle3_layers_to_capture, output-of-layer ids: "
+            f"{{{', '.join(str(i - 1) for i in r.trained_layers)}}})",
         )
         if differs
         else "",

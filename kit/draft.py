@@ -21,8 +21,10 @@ runs SGLang's step with its own head only and an absolute token map (`Era`):
 
 The module is built from the release's own parameter list (`kit.engines.<engine>.engine_params`:
 merged `qkv_proj` / `gate_up_proj`; `model.midlayer` in SGLang ≤0.5.11 and LMDeploy,
-`model.layers.{i}` in later SGLang and in vLLM), so a load simulation's report applies name for name and no structural fact is
-stated twice. SGLang and vLLM pad vocabulary rows to a multiple of 64; this module keeps the
+`model.layers.{i}` in later SGLang and in vLLM, `model.midlayer` / `model.midlayer.{i}` in
+TensorRT-LLM, whose later layers read the embeddings again), so a load simulation's report applies
+name for name and no structural fact is stated twice. SGLang and vLLM pad vocabulary rows to a
+multiple of 64; this module keeps the
 exact vocabulary (padding rows are never read). Every tensor that crosses a boundary passes an
 identity `HookPoint`, and `run_with_cache` returns `{hook name: tensor}` (TransformerLens style).
 The module builds and runs on the meta device, so a full-scale draft traces without memory.
@@ -41,15 +43,26 @@ from torch import nn
 from kit.checkpoint import Checkpoint
 from kit.config import DraftConfig
 from kit.engines import ENGINES, EngineRelease, parse_engine
-from kit.engines.vocab import Era, FcGate, Honoured, Init, Outcome, ParamSpec, State, TokenMap
+from kit.engines.vocab import (
+    EVERY_LAYER_READS_EMBEDS,
+    Era,
+    FcGate,
+    Honoured,
+    Init,
+    Outcome,
+    ParamSpec,
+    State,
+    TokenMap,
+)
 from kit.errors import KitError
 
 # The release whose module `build_draft` makes when none is named: for SGLang and vLLM one in which
-# every layout loads; LMDeploy's module is the same in every release read.
+# every layout loads; LMDeploy's and TensorRT-LLM's module is the same in every release read.
 DEFAULT_RELEASE = {
     "sglang": "sglang==0.5.12",
     "vllm": "vllm==0.11.2",
     "lmdeploy": "lmdeploy==0.18.0",
+    "tensorrt_llm": "tensorrt_llm==1.2.0rc2",
 }
 
 
@@ -175,15 +188,16 @@ class MLP(nn.Module):
 
 class DecoderLayer(nn.Module):
     """Layer 0 reads `cat(input_layernorm(embeds), hidden_norm(h))`; later layers read H and open
-    with one fused-add norm (`Era.later_input_norm`). Built with exactly the norms the engine
-    builds for this layer, used or not, so a load report applies name for name."""
+    with one fused-add norm (`Era.later_input_norm`), or, in TensorRT-LLM, add the previous
+    residual and read embeds and hidden again like layer 0. Built with exactly the norms the
+    engine builds for this layer, used or not, so a load report applies name for name."""
 
     def __init__(self, cfg: DraftConfig, specs: dict[str, ParamSpec], p: str, index: int,
                  era: Era, honoured: Honoured):  # fmt: skip
         super().__init__()
         h, eps = cfg.hidden_size, cfg.rms_norm_eps
-        self.first = index == 0
-        hook = "" if self.first else f"layers.{index}."
+        self.first = index == 0 or era.later_input_norm == EVERY_LAYER_READS_EMBEDS
+        hook = "" if index == 0 else f"layers.{index}."
         self.input_norm_name = "input_layernorm" if self.first else era.later_input_norm
         for norm in ("input_layernorm", "hidden_norm", "post_attention_layernorm"):
             if p + norm + ".weight" in specs:
@@ -200,6 +214,8 @@ class DecoderLayer(nn.Module):
 
     def forward(self, embeds, h, residual, positions, kv):
         if self.first:
+            if residual is not None:  # a later layer that reads embeds again (TensorRT-LLM)
+                h = h + residual
             hn = self.hidden_norm(h)
             residual = hn if self.norm_before_residual else h
             x = torch.cat([self.input_layernorm(embeds), hn], -1)
@@ -226,7 +242,13 @@ class Eagle3Model(nn.Module):
         if "model.fc.weight" in specs:
             out_w, in_w = specs["model.fc.weight"].shape
             self.fc = nn.Linear(in_w, out_w, bias="model.fc.bias" in specs)
-        if any(n.startswith("model.midlayer.") for n in specs):
+        mid = {n.split(".")[2] for n in specs if n.startswith("model.midlayer.")}
+        if mid and all(i.isdigit() for i in mid):  # TensorRT-LLM: a midlayer ModuleList
+            self.midlayer = nn.ModuleList(
+                DecoderLayer(cfg, specs, f"model.midlayer.{i}.", i, era, honoured)
+                for i in range(len(mid))
+            )
+        elif mid:
             self.midlayer = DecoderLayer(cfg, specs, "model.midlayer.", 0, era, honoured)
         else:
             count = len({n.split(".")[2] for n in specs if n.startswith("model.layers.")})
@@ -237,7 +259,9 @@ class Eagle3Model(nn.Module):
         self.norm = RMSNorm(h, eps)
 
     def decoder_layers(self) -> list[DecoderLayer]:
-        return [self.midlayer] if hasattr(self, "midlayer") else list(self.layers)
+        if not hasattr(self, "midlayer"):
+            return list(self.layers)
+        return list(self.midlayer) if isinstance(self.midlayer, nn.ModuleList) else [self.midlayer]
 
 
 class Eagle3Draft(nn.Module):

@@ -173,7 +173,9 @@ def _dropped(r: LoadReport, fix: str) -> Finding | None:
     layer_at_init = [p for p in _used_at_init(r) if _decoder(p.name)]
     critical = bool(layer_at_init)
     title = f"{len(dropped)} checkpoint tensors are dropped without a warning"
-    if critical:
+    if critical and r.crashed:  # the engine then fails on the parameters they were meant for
+        title += f"; {len(layer_at_init)} decoder-layer parameters get no tensor"
+    elif critical:
         title += (
             f"; {len(layer_at_init)} decoder-layer parameters stay at init: acceptance falls "
             "toward the floor"

@@ -13,7 +13,7 @@ import re
 
 from packaging.version import Version
 
-from kit.engines import lmdeploy, sglang, vllm
+from kit.engines import lmdeploy, sglang, tensorrt_llm, vllm
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.errors import KitError
 from kit.findings import Finding, Severity
@@ -31,7 +31,7 @@ __all__ = [
     "supported_range",
 ]
 
-ENGINES = {"sglang": sglang, "vllm": vllm, "lmdeploy": lmdeploy}
+ENGINES = {"sglang": sglang, "vllm": vllm, "lmdeploy": lmdeploy, "tensorrt_llm": tensorrt_llm}
 
 # Releases read in the engines' sources, oldest first, per engine.
 RELEASES: dict[str, tuple[str, ...]] = {name: pkg.RELEASES for name, pkg in ENGINES.items()}
@@ -42,9 +42,9 @@ def supported_range(name: str) -> tuple[str, str]:
     return rel[0], rel[-1]
 
 
-# A release string must be a plain release: digits, dots and an optional .postN, as the engines
-# publish them (no leading "v", no pre-release or dev suffix, at least major.minor.patch).
-_RELEASE = re.compile(r"^\d+\.\d+\.\d+(\.\d+)*(\.post\d+)?$")
+# A release string is one the engines publish: digits and dots (at least major.minor.patch) and an
+# optional .postN or rcN (TensorRT-LLM publishes its release candidates); no leading "v", no dev.
+_RELEASE = re.compile(r"^\d+\.\d+\.\d+(\.\d+)*(\.post\d+|rc\d+)?$")
 
 
 def parse_engine(text: str) -> EngineRelease:
@@ -65,9 +65,7 @@ def parse_engine(text: str) -> EngineRelease:
         raise KitError(f"{text!r} has no version; use {name}==X with X in {lo} … {hi}")
     if not _RELEASE.match(ver):
         hint = f"; use {name}=={ver[1:]}" if ver[:1] in "vV" and _RELEASE.match(ver[1:]) else ""
-        raise KitError(
-            f"{ver!r} is not a {name} release (releases look like {hi}; no pre-releases){hint}"
-        )
+        raise KitError(f"{ver!r} is not a {name} release (releases look like {hi}){hint}")
     version = Version(ver)
     if not Version(lo) <= version <= Version(hi):
         raise KitError(f"{name} {version} is outside the supported range {lo} … {hi}")

@@ -175,11 +175,17 @@ class Era:
     ids become target ids, and whether the head can be other than the draft's own `lm_head`."""
 
     fc_gate: FcGate
-    later_input_norm: str  # "hidden_norm" (SGLang ≥0.5.12) | "input_layernorm" (vLLM)
+    # "hidden_norm" (SGLang ≥0.5.12) | "input_layernorm" (vLLM) | EVERY_LAYER_READS_EMBEDS
+    later_input_norm: str
     token_map: TokenMap = TokenMap.OFFSETS
     # True: logits always come from the draft's lm_head, never tied to the embedding nor borrowed
     # from the target, whatever tie_word_embeddings / draft_vocab_size say (LMDeploy)
     own_head_only: bool = False
+
+
+# TensorRT-LLM: every decoder layer is an EAGLE-3 input layer; layers after the first add the
+# previous residual to their input and read [input_layernorm(embeds) ‖ hidden_norm(h)] again.
+EVERY_LAYER_READS_EMBEDS = "embeds_and_hidden_norm"
 
 
 class Feed(StrEnum):
