@@ -43,6 +43,7 @@ START_ORDER = (
     "03_hidden_state_tracing",
     "01_key_inspection",
     "02_load_weights_simulation",
+    "06_deployment_check",
     "04_acceptance_rate",
 )
 
@@ -63,6 +64,10 @@ class RunInputs:
     num_draft_tokens: int | None = None
     k: int | None = None  # drafts per step offline (default: the deployment's chain, else 5)
     num_prompts: int | None = None  # offline acceptance on the first N held-out prompts
+    launch: str | Path | None = None  # the server's launch line, or a script holding it
+    train_tokenizer: Path | None = None  # the tokenizer the draft was trained with
+    probe: str | None = None  # a running server's URL: its live figures (notebook 4)
+    probe_interval: float = 10.0  # seconds between the probe's two metrics scrapes
 
     @property
     def chain_length(self) -> int:
@@ -74,7 +79,10 @@ class RunInputs:
 
     @property
     def empty(self) -> bool:
-        return not (self.draft or self.target or self.target_config or self.logs)
+        return not (
+            self.draft or self.target or self.target_config or self.logs or self.launch
+            or self.probe
+        )  # fmt: skip
 
     def with_bundled_incident(self) -> RunInputs:
         """The incident of `data/` (the organism pair, Kimi-K2.5 configs, the server logs), with
@@ -92,6 +100,7 @@ class RunInputs:
             trace_draft=self.trace_draft or DATA / "incident" / "kimi-k2.5" / "draft",
             logs=[logs / f"{n}.log" for n in ("before", "after-rename", "after-both-fixes")],
             baseline_log=logs / "baseline-no-spec.log",
+            launch=self.launch or DATA / "incident" / "launch.sh",
             aux_capture=False if self.aux_capture is None else self.aux_capture,
             num_draft_tokens=self.num_draft_tokens or INCIDENT_DRAFT_TOKENS,
             num_prompts=self.num_prompts or DEMO_PROMPTS,
@@ -137,69 +146,107 @@ def _s(p: Path | None) -> str | None:
 
 def plan(inputs: RunInputs) -> tuple[list[Step], list[StepResult]]:
     """The steps the inputs allow, and the ones skipped with the input they lack."""
-    steps: list[Step] = []
-    skipped: list[StepResult] = []
-
-    def skip(name: str, reason: str) -> None:
-        skipped.append(StepResult(name, Status.SKIPPED, reason=reason))
-
     draft, target = _s(inputs.draft), _s(inputs.target)
     target_config = _s(inputs.target_config) or target
     trace_draft = _s(inputs.trace_draft) or draft
-    if draft:
-        steps.append(Step("01_key_inspection", {"draft": draft}))
-        steps.append(Step("02_load_weights_simulation", {"draft": draft, "engine": inputs.engine}))
-    else:
-        skip("01_key_inspection", "no --draft given")
-        skip("02_load_weights_simulation", "no --draft given")
-    if target_config and trace_draft:
-        steps.append(
-            Step(
-                "03_hidden_state_tracing",
-                {
-                    "target_config": target_config,
-                    "draft": trace_draft,
-                    "engine": inputs.engine,
-                    "target_class": inputs.target_class,
-                    "aux_capture": inputs.aux_capture,
-                },
-            )
-        )
-    else:
-        skip("03_hidden_state_tracing", "needs --draft and --target-config (or --target)")
-    if draft and target:
-        steps.append(
-            Step(
-                "05_offline_acceptance",
-                {
-                    "target": target,
-                    "draft": draft,
-                    "engine": inputs.engine,
-                    "aux_capture": inputs.aux_capture,
-                    "target_class": inputs.target_class,
-                    "k": inputs.chain_length,
-                    "num_prompts": inputs.num_prompts,
-                },
-            )
-        )
-    else:
-        skip("05_offline_acceptance", "needs --draft and --target")
-    if inputs.logs:
-        needs = {}
-        if draft and target:
-            needs["expected_accept_len"] = ("05_offline_acceptance", "expected_accept_len")
-        params = {
-            "logs": [_s(p) for p in inputs.logs],
-            "baseline": _s(inputs.baseline_log),
-            "engine": inputs.engine,
-            "num_draft_tokens": inputs.num_draft_tokens,
-            "expected_accept_len": None,
-        }
-        steps.append(Step("04_acceptance_rate", params, needs))
-    else:
-        skip("04_acceptance_rate", "no --log given")
-    steps.sort(key=lambda step: START_ORDER.index(step.name))
-    return steps, skipped
+    planned = [
+        *_key_steps(inputs, draft),
+        _trace_step(inputs, trace_draft, target_config),
+        _offline_step(inputs, draft, target),
+        _acceptance_step(inputs, bool(draft and target)),
+        _deployment_step(inputs, trace_draft, target_config),
+    ]
+    steps = sorted(
+        (p for p in planned if isinstance(p, Step)), key=lambda s: START_ORDER.index(s.name)
+    )
+    return steps, [p for p in planned if isinstance(p, StepResult)]
+
+
+def _skip(name: str, reason: str) -> StepResult:
+    return StepResult(name, Status.SKIPPED, reason=reason)
+
+
+def _key_steps(inputs: RunInputs, draft: str | None) -> list[Step | StepResult]:
+    if not draft:
+        return [
+            _skip(n, "no --draft given")
+            for n in ("01_key_inspection", "02_load_weights_simulation")
+        ]
+    return [
+        Step("01_key_inspection", {"draft": draft}),
+        Step("02_load_weights_simulation", {"draft": draft, "engine": inputs.engine}),
+    ]
+
+
+def _trace_step(
+    inputs: RunInputs, draft: str | None, target_config: str | None
+) -> Step | StepResult:
+    if not (target_config and draft):
+        return _skip("03_hidden_state_tracing", "needs --draft and --target-config (or --target)")
+    params = {"target_config": target_config, "draft": draft, "engine": inputs.engine,
+              "target_class": inputs.target_class, "aux_capture": inputs.aux_capture}  # fmt: skip
+    return Step("03_hidden_state_tracing", params)
+
+
+def _offline_step(inputs: RunInputs, draft: str | None, target: str | None) -> Step | StepResult:
+    if not (draft and target):
+        return _skip("05_offline_acceptance", "needs --draft and --target")
+    params = {
+        "target": target,
+        "draft": draft,
+        "engine": inputs.engine,
+        "aux_capture": inputs.aux_capture,
+        "target_class": inputs.target_class,
+        "k": inputs.chain_length,
+        "num_prompts": inputs.num_prompts,
+    }
+    return Step("05_offline_acceptance", params)
+
+
+def _acceptance_step(inputs: RunInputs, offline: bool) -> Step | StepResult:
+    """Logs and a live server are read by notebook 4, against the offline expectation."""
+    if not (inputs.logs or inputs.probe):
+        return _skip("04_acceptance_rate", "no --log or --probe given")
+    needs = (
+        {"expected_accept_len": ("05_offline_acceptance", "expected_accept_len")} if offline else {}
+    )
+    params = {
+        "logs": [_s(p) for p in inputs.logs],
+        "baseline": _s(inputs.baseline_log),
+        "engine": inputs.engine,
+        "num_draft_tokens": inputs.num_draft_tokens,
+        "expected_accept_len": None,
+        "probe_url": inputs.probe,
+        "probe_interval": inputs.probe_interval,
+    }
+    return Step("04_acceptance_rate", params, needs)
+
+
+def _is_file(text: str | Path) -> bool:
+    try:
+        return Path(text).is_file()
+    except OSError:  # a launch line longer than a file name may be
+        return False
+
+
+def _deployment_step(
+    inputs: RunInputs, draft: str | None, target_config: str | None
+) -> Step | StepResult:
+    """The launch line and the configs (either is enough: config rules need no launch line)."""
+    if not (inputs.launch or (target_config and draft)):
+        return _skip("06_deployment_check", "needs --launch, or --draft and --target-config")
+    launch = inputs.launch
+    if launch is not None and _is_file(launch):
+        launch = _s(Path(launch))  # a script: as the kernel sees it; a line: as given
+    params = {
+        "launch": launch,
+        "draft": draft,
+        "target_config": target_config,
+        "engine": inputs.engine,
+        "train_tokenizer": _s(inputs.train_tokenizer),
+        "served_tokenizer": None,
+    }
+    return Step("06_deployment_check", params)
 
 
 @contextmanager

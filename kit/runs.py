@@ -27,6 +27,7 @@ TITLES = {
     "03_hidden_state_tracing": "Hidden-state tracing",
     "04_acceptance_rate": "Acceptance rate from the server logs",
     "05_offline_acceptance": "Offline acceptance (what the draft should reach)",
+    "06_deployment_check": "Deployment check (launch line, configs, tokenizer)",
 }
 
 

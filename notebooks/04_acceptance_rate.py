@@ -31,6 +31,8 @@ num_draft_tokens = 5  # the deployment's speculative draft tokens per step; None
 # notebook 5's healthy accept len for the bundled pair (k = 4, 40 prompts); for your own draft, its
 # notebook 5 figure; None: no expectation line
 expected_accept_len = 3.3258426966292136
+probe_url = None  # a running server (http://host:port): its live figures beside the expectation
+probe_interval = 10.0  # seconds between the two metrics scrapes of the probe
 interactive = False  # True: widgets to explore; headless runs keep False
 
 # %%
@@ -39,7 +41,7 @@ from pathlib import Path
 
 from IPython.display import Markdown, display
 
-from kit.acceptance import analyze, compare, interpret, parse_files
+from kit.acceptance import analyze, compare, interpret, parse_files, probe
 from kit.notebook import setup
 from kit.plots.acceptance import accept_len_figure, throughput_figure
 from kit.plots.tables import findings_table, table
@@ -100,6 +102,39 @@ if expected_accept_len is None:
 fig = throughput_figure(runs)
 fig.show()
 record("fig:throughput before against after", fig)
+
+# %% [markdown]
+# ## A live server (with `probe_url`)
+#
+# The server's own figures, each labelled with what it covers: the last interval (the difference
+# of two metrics scrapes `probe_interval` seconds apart), the server's whole life (SGLang's
+# running average), or the requests the probe sent. The server's arguments are shown as it
+# reports them. Set `probe_url` (or `python -m kit run --probe URL`) to fill this section.
+
+# %%
+live = probe(probe_url, interval=probe_interval) if probe_url else None
+rows = []
+if live is not None:
+    findings += live.findings
+    for scope, figure in live.figures().items():
+        rows.append(
+            {
+                "covers": scope,
+                "accept len (mean)": figure.get("accept_len", {}).get("mean"),
+                "drafts accepted": figure.get("draft_acceptance"),
+                "per position": figure.get("per_position"),
+                "expected (offline)": expected_accept_len,
+            }
+        )
+    display(table(rows, f"{live.engine} {live.version or ''} at {probe_url}"))
+    display(
+        table(
+            [{"argument": k, "value": v} for k, v in live.server_args.items()], "Server arguments"
+        )
+    )
+else:
+    display(Markdown("No live server probed: `probe_url` is None."))
+record("table:live server", rows)
 
 # %% [markdown]
 # ## Findings

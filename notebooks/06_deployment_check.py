@@ -1,9 +1,5 @@
 # ---
 # jupyter:
-#   jupytext:
-#     text_representation:
-#       extension: .py
-#       format_name: percent
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -37,16 +33,14 @@ served_tokenizer = None  # the served tokenizer (default: the line's or the targ
 interactive = False  # True: widgets to explore; headless runs keep False
 
 # %%
-import os
-
 from IPython.display import display
 
 from kit.deployment import check
+from kit.notebook import setup
 from kit.plots.tables import findings_table, table
 from kit.record import record
-from kit.runbook import ROOT
 
-os.chdir(ROOT)  # paths in the parameters are relative to the repo root, as in headless runs
+setup()  # paths relative to the repository root, as in headless runs; kit errors in one line
 
 # %%
 report = check(

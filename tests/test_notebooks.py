@@ -321,3 +321,20 @@ def test_widgets_run_headless_without_waiting(sample_dir, tmp_path):
     for result in execute(steps, tmp_path, timeout=120, progress=False):
         assert result.status == Status.OK, f"{result.name} failed at {result.error}"
         assert _outputs(tmp_path / result.notebook, WIDGET_MIME), f"{result.name}: no widget"
+
+
+def test_run_probe_reads_a_live_server_beside_the_expectation(tmp_path):
+    """`run --probe URL`: notebook 4 asks a live (SGLang-shaped, on 127.0.0.1) server for its
+    figures and settings and judges zero acceptance, with no log at all."""
+    from engine_servers import SGLang, serve
+
+    with serve(SGLang(accepted=0.0).routes()) as url:
+        result = run(
+            RunInputs(probe=url, probe_interval=0.1, engine="sglang==0.5.10"),
+            tmp_path / "out", timeout=120, progress=False,
+        )  # fmt: skip
+    records = ok(result, "04_acceptance_rate").records
+    rows = records["table:live server"]
+    assert rows and all(r["accept len (mean)"] == 1.0 for r in rows if r["accept len (mean)"])
+    codes = {f["code"] for f in records["findings"]}
+    assert "ZERO_ACCEPTANCE" in codes or "NEAR_ZERO_ACCEPTANCE" in codes

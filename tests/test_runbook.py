@@ -126,7 +126,10 @@ def test_plan_of_the_bundled_incident_runs_every_step():
         "03_hidden_state_tracing",
         "04_acceptance_rate",
         "05_offline_acceptance",
+        "06_deployment_check",
     }
+    deployment = next(s for s in steps if s.name == "06_deployment_check")
+    assert deployment.params["launch"] == "data/incident/launch.sh"  # the incident's server line
     acceptance = next(s for s in steps if s.name == "04_acceptance_rate")
     assert acceptance.needs == {
         "expected_accept_len": ("05_offline_acceptance", "expected_accept_len")
@@ -240,3 +243,18 @@ def test_a_missing_script_is_a_failed_step_naming_it(tmp_path):
     assert result.status == Status.FAILED and result.error.ename == "KitError"
     assert str(tmp_path / "01_key_inspection.py") in result.error.evalue
     assert "cannot read the notebook script" in result.error.evalue
+
+
+def test_plan_wires_launch_and_probe_into_their_notebooks(sample_dir):
+    """`run --launch` adds the deployment check; `run --probe URL` makes notebook 4 read a live
+    server even without logs; a launch line given as text reaches the notebook as text."""
+    line = 'vllm serve m --speculative-config \'{"method": "eagle3"}\''
+    steps, skipped = plan(RunInputs(launch=line, probe="http://127.0.0.1:1", engine="vllm==0.11.2"))
+    by_name = {s.name: s for s in steps}
+    assert by_name["06_deployment_check"].params["launch"] == line
+    assert by_name["04_acceptance_rate"].params["probe_url"] == "http://127.0.0.1:1"
+    assert by_name["04_acceptance_rate"].params["logs"] == []
+    reasons = {s.name: s.reason for s in skipped}
+    assert reasons["01_key_inspection"] == "no --draft given"
+    steps, skipped = plan(RunInputs(draft=sample_dir))
+    assert "06_deployment_check" in {s.name for s in skipped}

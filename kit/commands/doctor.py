@@ -26,8 +26,10 @@ def run(args: argparse.Namespace) -> int:
     from kit.errors import KitError
     from kit.findings import dumps
 
-    if not (args.draft or args.target_config or args.logs or args.target):
-        raise KitError("nothing to check: give --draft, --target-config, --target or --log")
+    if not (args.draft or args.target_config or args.logs or args.target or args.launch):
+        raise KitError(
+            "nothing to check: give --draft, --target-config, --target, --log or --launch"
+        )
     report = diagnose(
         args.draft,
         target_config=args.target_config,

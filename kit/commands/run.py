@@ -13,6 +13,7 @@ from kit.commands._common import (
     positive_float,
     positive_int,
 )
+from kit.commands.deployment import add_launch_arguments
 
 HELP = (
     "Execute the notebooks with papermill and write the executed notebooks, postmortem.html and "
@@ -22,7 +23,15 @@ HELP = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_deployment_arguments(p)
+    add_launch_arguments(p)
     p.add_argument("--baseline-log", type=Path, help="server log of a run without speculation")
+    p.add_argument("--probe", metavar="URL", help="a running server: its live acceptance figures")
+    p.add_argument(
+        "--probe-interval",
+        type=positive_float,
+        default=10.0,
+        help="seconds between the probe's two metrics scrapes (default 10)",
+    )
     p.add_argument(
         "--k",
         type=positive_int,
@@ -38,9 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kit.console import make_console
+    from kit.console import make_console, print_findings
     from kit.engines import parse_engine
-    from kit.findings import Severity, render_table
+    from kit.findings import Severity
     from kit.runbook import RunInputs
     from kit.runbook import run as run_notebooks
 
@@ -59,12 +68,16 @@ def run(args: argparse.Namespace) -> int:
         num_draft_tokens=args.num_draft_tokens,
         k=args.k,
         num_prompts=args.num_prompts,
+        launch=args.launch,
+        train_tokenizer=args.train_tokenizer,
+        probe=args.probe,
+        probe_interval=args.probe_interval,
     )
     result = run_notebooks(
         inputs, args.out, timeout=args.timeout, workers=args.workers, progress=not args.quiet
     )
     console = make_console()
-    console.print(render_table(result.findings, title="Findings, root causes first"))
+    print_findings(console, result.findings, "Findings, root causes first")
     for step in result.steps:
         style = {"ok": "green", "failed": "bold red", "skipped": "yellow"}[step.status]
         console.print(f"[{style}]{step.summary_line()}[/]", highlight=False, soft_wrap=True)
