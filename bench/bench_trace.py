@@ -4,7 +4,7 @@ Each measurement runs in a fresh interpreter that does its imports, notes its pe
 (`getrusage(RUSAGE_SELF).ru_maxrss`), then runs its work twice and notes the times, the CPU time
 of the first run and the new peak:
   * `import torch` alone: the baseline every figure is compared with;
-  * the kit's imports (torch, kit.trace, kit.draft), no work; the same plus `import sympy`, and
+  * the kit's imports (torch, kit.tracing, kit.draft), no work; the same plus `import sympy`, and
     plus `import sympy, torch._dynamo`: what torch imports lazily on the first op it runs on the
     meta device (its Python meta kernels call `torch._check`, which imports sympy through
     torch.fx.experimental.symbolic_shapes, and the elementwise ones are wrapped in
@@ -39,7 +39,7 @@ import torch
 torch.set_num_threads(1)
 if case["kit"]:
     from kit.config import load_draft_config, load_target_config, parse_target_config
-    from kit.trace import trace_draft
+    from kit.tracing import trace_draft
     import kit.draft
 for name in case["imports"]:  # what torch imports lazily on its first meta op
     importlib.import_module(name)

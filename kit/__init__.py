@@ -1,3 +1,84 @@
-"""EAGLE-3 debug kit: see what an engine will do with a draft checkpoint before you launch it."""
+"""EAGLE-3 debug kit: see what an engine will do with a draft checkpoint before you launch it.
+
+    import kit
+
+    kit.inspect("draft/")                                  # what the checkpoint holds
+    kit.simulate("draft/", "sglang==0.5.10")               # every key's fate in one release
+    kit.release_matrix("draft/")                           # which engines and releases load it
+    kit.fix("draft/", "sglang==0.5.10", out="fixed/")      # renames + config.json, verified
+    kit.trace("draft/", "target/", "sglang==0.5.10")       # what reaches the draft, fc or not
+    kit.analyze_logs(["server.log"], engine="sglang")      # what the logged figures mean
+    kit.probe("http://127.0.0.1:30000")                    # a running server, now
+    kit.offline("target/", "draft/", "vllm==0.11.2")       # what the draft should reach
+    kit.check_deployment("launch.sh", draft="draft/", target_config="target/")
+    kit.doctor("draft/", target_config="target/", engine="sglang==0.5.10", logs=["server.log"])
+    kit.run("runs/mine", draft="draft/", engine="sglang==0.5.10")  # notebooks + postmortem
+
+Every report has `findings` (`Finding`: code, severity, evidence, fix, engine, source) and
+`to_dict()`. Nothing heavy is imported until a call needs it.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from kit.api import (
+    analyze_logs,
+    check_deployment,
+    doctor,
+    fix,
+    inspect,
+    offline,
+    probe,
+    release_matrix,
+    run,
+    simulate,
+    trace,
+)
+from kit.errors import KitError
+from kit.findings import Finding, Severity
 
 __version__ = "0.2.0"
+
+# The report types, imported on first use: name -> module.
+_REPORTS = {
+    "InspectionReport": "kit.inspection",
+    "LoadReport": "kit.loading",
+    "MatrixRow": "kit.loading",
+    "FixPlan": "kit.rewrite",
+    "TraceReport": "kit.tracing",
+    "CaptureReport": "kit.capture",
+    "AcceptanceReport": "kit.acceptance.analysis",
+    "ProbeReport": "kit.acceptance.live",
+    "OfflineRow": "kit.organism",
+    "OfflineResult": "kit.organism",
+    "DeploymentReport": "kit.deployment",
+    "Diagnosis": "kit.diagnosis",
+    "Run": "kit.runs",
+}
+
+__all__ = [
+    "Finding",
+    "KitError",
+    "Severity",
+    "__version__",
+    "analyze_logs",
+    "check_deployment",
+    "doctor",
+    "fix",
+    "inspect",
+    "offline",
+    "probe",
+    "release_matrix",
+    "run",
+    "simulate",
+    "trace",
+    *_REPORTS,
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REPORTS:
+        return getattr(import_module(_REPORTS[name]), name)
+    raise AttributeError(f"module 'kit' has no attribute {name!r}")

@@ -37,7 +37,7 @@ from kit.notebook import setup
 from kit.plots.datapath import datapath_figure
 from kit.plots.tables import findings_table, table
 from kit.record import record
-from kit.trace import trace_draft
+from kit.tracing import trace_draft
 
 setup()  # paths relative to the repository root, as in headless runs; kit errors in one line
 torch.set_num_threads(1)  # parallel kernels share the cores

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from kit.acceptance import columns, logfile, model, parse_files
-from kit.acceptance.model import Run
+from kit.acceptance.model import LogRun
 
 PREFIXES = ["[2026-01-05 08:{m:02d}:{s:02d}] ", "[2026-01-05 08:{m:02d}:{s:02d}.{ms:03d} DP1 TP3] "]
 FIGURES = "accept len: {al:.2f}, accept rate: {ar:.2f}, "
@@ -83,7 +83,7 @@ def mixed_log(rng: random.Random, lines: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def snapshot(run: Run) -> dict:
+def snapshot(run: LogRun) -> dict:
     stats = {
         name: (s.count, s.min, s.max, s.p50, dict(s.hist or {}), pytest.approx(s.mean))
         for name in ("accept_len", "accept_rate", "throughput")
@@ -140,7 +140,7 @@ def test_the_fast_path_takes_the_lines_of_a_known_shape(tmp_path, monkeypatch):
     monkeypatch.setattr(logfile, "CHUNK", 20_000)
     p = tmp_path / "server.log"
     p.write_text(mixed_log(random.Random(2), 6000))
-    reader = logfile.LogReader(Run(source=str(p)))
+    reader = logfile.LogReader(LogRun(source=str(p)))
     fed = []
     feed = reader.lines.feed
     monkeypatch.setattr(reader.lines, "feed", lambda line, n: fed.append(n) or feed(line, n))
@@ -162,7 +162,7 @@ def test_start_up_lines_printed_once_do_not_crowd_out_decode_lines(tmp_path, mon
     ]
     p = tmp_path / "server.log"
     p.write_text("\n".join(start) + "\n" + "\n".join(decode_line(rng, i) for i in range(3000)))
-    reader = logfile.LogReader(Run(source=str(p)))
+    reader = logfile.LogReader(LogRun(source=str(p)))
     with open(p, "rb") as f:
         reader.read(f)
     assert reader.run.other_lines == 300 and reader.run.window_count == 3000

@@ -103,7 +103,7 @@ def test_acceptance_command_prints_near_zero_and_gates_on_it(near_zero_log, caps
 
 
 def test_doctor_ranks_near_zero_like_zero(near_zero_log):
-    from kit.doctor import diagnose
+    from kit.diagnosis import diagnose
 
     report = diagnose(KIMI / "draft", engine="sglang==0.5.10", logs=[near_zero_log])
     (near,) = [f for f in report.findings if f.code == "NEAR_ZERO_ACCEPTANCE"]

@@ -81,7 +81,7 @@ def test_long_runs_keep_exact_statistics_in_a_thinned_series(monkeypatch):
     from kit.acceptance import model
 
     monkeypatch.setattr(model, "MAX_WINDOWS", 10)
-    run = model.Run(source="x")
+    run = model.LogRun(source="x")
     for i in range(100):
         run.add(model.Window(accept_len=1 + (i % 5) / 4, line_no=i + 1))
     assert run.window_count == 100 and run.accept_len.count == 100

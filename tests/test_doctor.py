@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kit.doctor import diagnose
+from kit.diagnosis import diagnose
 from kit.findings import Severity
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ from kit.config import load_draft_config, parse_target_config
 from kit.errors import KitError
 from kit.loading import simulate_load
 from kit.rewrite import plan_fix, write_fixed
-from kit.trace import trace_draft
+from kit.tracing import trace_draft
 
 RELEASES = [
     "sglang==0.4.8", "sglang==0.5.10", "sglang==0.5.12", "sglang==0.5.23",

@@ -24,7 +24,7 @@ from kit.engines import all_releases
 from kit.errors import KitError
 from kit.findings import Severity
 from kit.plots.datapath import BAD, datapath_figure
-from kit.trace import trace_draft
+from kit.tracing import trace_draft
 
 ROOT = Path(__file__).resolve().parent.parent
 KIMI = ROOT / "data" / "incident" / "kimi-k2.5"
@@ -115,7 +115,7 @@ _IMPORTS_CHILD = """
 import json, sys
 import torch
 from kit.config import load_draft_config, load_target_config, parse_target_config
-from kit.trace import trace_draft
+from kit.tracing import trace_draft
 root, sample, kimi = sys.argv[1:]
 lazy = lambda: sorted(m for m in ("sympy", "torch._dynamo") if m in sys.modules)
 tiny = parse_target_config({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32,

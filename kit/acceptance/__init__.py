@@ -11,7 +11,7 @@ probe("http://127.0.0.1:30000", requests=8).to_dict()
 from importlib import import_module
 from typing import Any
 
-from kit.acceptance.model import Kind, Run, Scope, Window
+from kit.acceptance.model import Kind, LogRun, Scope, Window
 from kit.acceptance.reader import parse_files
 
 # Loaded on first use: reading a log needs neither the analysis nor the HTTP client.
@@ -38,8 +38,8 @@ __all__ = [
     "AcceptanceReport",
     "Comparison",
     "Kind",
+    "LogRun",
     "ProbeReport",
-    "Run",
     "Scope",
     "Speedup",
     "Window",

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.acceptance.meaning import FLOOR, bands, draft_steps, interpret
-from kit.acceptance.model import Run
+from kit.acceptance.model import LogRun
 from kit.acceptance.signatures import no_speedup, run_findings, zero_acceptance
 from kit.acceptance.speedup import (
     DEFAULT_DRAFT_COST,
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 
-def summarize(run: Run, draft_cost: float = DEFAULT_DRAFT_COST) -> dict[str, Any]:
+def summarize(run: LogRun, draft_cost: float = DEFAULT_DRAFT_COST) -> dict[str, Any]:
     """The per-run record of `python -m kit acceptance --json`."""
     sp = speedup_for(run, draft_cost)
     tput = run.throughput
@@ -81,9 +81,9 @@ def summarize(run: Run, draft_cost: float = DEFAULT_DRAFT_COST) -> dict[str, Any
 
 @dataclass
 class AcceptanceReport:
-    runs: list[Run]
+    runs: list[LogRun]
     findings: list[Finding]
-    baseline: Run | None = None
+    baseline: LogRun | None = None
     draft_cost: float = DEFAULT_DRAFT_COST
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -98,10 +98,10 @@ class AcceptanceReport:
 
 
 def analyze(
-    runs: Sequence[Run],
+    runs: Sequence[LogRun],
     expected_step0: float | None = None,
     expected_accept_len: float | None = None,
-    baseline: Run | None = None,
+    baseline: LogRun | None = None,
     draft_cost: float = DEFAULT_DRAFT_COST,
 ) -> AcceptanceReport:
     """Findings for every run (and against a baseline run without speculation, when given)."""
@@ -117,8 +117,8 @@ def analyze(
 class Comparison:
     """Before and after a fix: what moved, and whether it moved enough to matter."""
 
-    before: Run
-    after: Run
+    before: LogRun
+    after: LogRun
     findings: list[Finding]
 
     def delta(self, attr: str) -> float | None:
@@ -148,7 +148,7 @@ class Comparison:
         }
 
 
-def compare(before: Run, after: Run) -> Comparison:
+def compare(before: LogRun, after: LogRun) -> Comparison:
     """Compare two runs; a fix that leaves accept len where it was is reported."""
     findings = []
     d = None

@@ -21,7 +21,7 @@ from kit.acceptance import (
     vllm_log,
     vllm_request,
 )
-from kit.acceptance.model import Run, Window
+from kit.acceptance.model import LogRun, Window
 
 _ACCESS_LOG = ("INFO:  ", "WARNING:  ", "ERROR:  ")  # uvicorn lines in both engines' server logs
 _GARBLED = (sglang_log.Garbled, vllm_log.Garbled, llamacpp_log.Garbled)
@@ -83,7 +83,7 @@ class LineReader:
 
     def __init__(
         self,
-        run: Run,
+        run: LogRun,
         learned: Callable[[str], None] | None = None,
         before_add: Callable[[], None] | None = None,
     ) -> None:
@@ -176,7 +176,7 @@ class LineReader:
             run.unparsed("unknown line", line, n)
 
 
-def add(run: Run, w: Window, sig: tuple, line: str) -> bool:
+def add(run: LogRun, w: Window, sig: tuple, line: str) -> bool:
     """Fold a window into the run; False for a line of a second engine (unparsed)."""
     if run.engine_name is None:
         run.engine_name = sig[0]

@@ -24,7 +24,7 @@ from kit.acceptance import prometheus, release, server_info, vllm_request, web
 from kit.acceptance.analysis import analyze, summarize
 from kit.acceptance.fields import flatten
 from kit.acceptance.lines import add
-from kit.acceptance.model import Kind, Run, Scope
+from kit.acceptance.model import Kind, LogRun, Scope
 from kit.engines import EngineRelease, parse_engine
 from kit.errors import KitError
 from kit.findings import Finding, Severity, ranked
@@ -46,7 +46,7 @@ class ProbeReport:
     engine: str
     version: str | None
     server_args: dict[str, Any]
-    run: Run
+    run: LogRun
     interval_s: float | None = None
     findings: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -134,7 +134,7 @@ def _detect(base: str, timeout: float) -> tuple[dict | None, str | None]:
     raise KitError("not an SGLang or vLLM server (" + "; ".join(seen) + ")", base)
 
 
-def _release(name: str, version: str | None, run: Run) -> EngineRelease | None:
+def _release(name: str, version: str | None, run: LogRun) -> EngineRelease | None:
     """The release the server reports, when the kit models it; else a note."""
     if not version:
         return None
@@ -146,7 +146,7 @@ def _release(name: str, version: str | None, run: Run) -> EngineRelease | None:
 
 
 def _sglang(base: str, info: dict, requests: int, timeout: float, max_tokens: int) -> ProbeReport:
-    run = Run(source=base)
+    run = LogRun(source=base)
     server_info.read(info, run)
     notes = []
     try:
@@ -179,7 +179,7 @@ def _scrape(base: str, timeout: float) -> prometheus.Scrape:
 def _vllm(
     base: str, text: str, interval: float, requests: int, timeout: float, max_tokens: int
 ) -> ProbeReport:
-    run, notes = Run(source=base, engine_name="vllm"), []
+    run, notes = LogRun(source=base, engine_name="vllm"), []
     first, t0 = prometheus.parse(io.StringIO(text), base), time.monotonic()
     version = _optional(base + "/version", timeout).get("version")
     models = _optional(base + "/v1/models", timeout).get("data") or [{}]
@@ -212,7 +212,9 @@ def _optional(url: str, timeout: float) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _interval(first: prometheus.Scrape, second: prometheus.Scrape, run: Run, notes: list) -> None:
+def _interval(
+    first: prometheus.Scrape, second: prometheus.Scrape, run: LogRun, notes: list
+) -> None:
     """The interval's window from the counters' increases; the lifetime one when none drafted."""
     names = set(first.sums) | set(second.sums)
     delta = {n: second.sums.get(n, 0.0) - first.sums.get(n, 0.0) for n in names}

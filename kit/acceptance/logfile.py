@@ -22,7 +22,7 @@ import numpy as np
 
 from kit.acceptance import columns, model, sglang_log
 from kit.acceptance.lines import LineReader
-from kit.acceptance.model import AT_FLOOR, Kind, Run, Scope, Window
+from kit.acceptance.model import AT_FLOOR, Kind, LogRun, Scope, Window
 
 CHUNK = 1 << 21
 FIRST_CHUNK = 1 << 16  # small, so the shapes of a log are learned before the large chunks
@@ -35,7 +35,7 @@ MAX_SEEN = 4096  # templates of lines without a figure remembered until one come
 class LogReader:
     """One log file into one run."""
 
-    def __init__(self, run: Run, fast: bool = True) -> None:
+    def __init__(self, run: LogRun, fast: bool = True) -> None:
         self.run = run
         self.patterns: list[columns.Pattern] = []
         self.templates: dict[str, columns.Pattern | None] = {}  # learned, or refused (None)

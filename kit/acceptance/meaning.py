@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit.acceptance.model import Run, Scope
+from kit.acceptance.model import LogRun, Scope
 from kit.engines.lmdeploy.acceptance import RATE_MEANING as LMDEPLOY_RATE
 from kit.engines.lmdeploy.acceptance import SPEC_LOG as LMDEPLOY_LOG
 from kit.engines.sglang.acceptance import ACCEPT_LEN_SOURCE
@@ -40,7 +40,7 @@ SCOPE_NOTES = {
 }
 
 
-def draft_steps(run: Run) -> int | None:
+def draft_steps(run: LogRun) -> int | None:
     """Drafts per verify step (the chain length k), where the run or its settings say."""
     if run.num_steps:
         return run.num_steps
@@ -49,14 +49,14 @@ def draft_steps(run: Run) -> int | None:
     return len(run.per_position) or None
 
 
-def _denominator(run: Run) -> int | None:
+def _denominator(run: LogRun) -> int | None:
     f = run.formula.value
     if f.denominator == "num_steps + 1":
         return run.num_steps + 1 if run.num_steps else None
     return run.num_draft_tokens
 
 
-def _rate(run: Run) -> dict[str, Any]:
+def _rate(run: LogRun) -> dict[str, Any]:
     """The printed accept rate's formula and meaning for the run's engine and release."""
     families = {sig[1] for sig in run.formats if sig[0] == run.engine_name}
     if run.engine_name == "vllm" and families == {"v0"}:
@@ -99,7 +99,7 @@ def _rate(run: Run) -> dict[str, Any]:
     return {}
 
 
-def interpret(run: Run) -> dict[str, Any]:
+def interpret(run: LogRun) -> dict[str, Any]:
     """What the logged accept rate means for this run's release, and what it implies."""
     out = _rate(run)
     if run.readings:
@@ -117,7 +117,7 @@ def interpret(run: Run) -> dict[str, Any]:
     return out
 
 
-def draft_share(run: Run) -> tuple[float, str] | None:
+def draft_share(run: LogRun) -> tuple[float, str] | None:
     """The share of drafted tokens accepted, and how it was found: counted where the windows
     count tokens, else (accept len − 1) / k, else an upper bound (accept len − 1) when the chain
     length is unknown (every verify step drafts at least one token)."""
@@ -132,7 +132,7 @@ def draft_share(run: Run) -> tuple[float, str] | None:
     return al - 1, f"accept len {al:.3f}: at most {al - 1:.3f} of the drafts (chain length unknown)"
 
 
-def bands(run: Run) -> dict[str, Any]:
+def bands(run: LogRun) -> dict[str, Any]:
     """Context for an accept len: the zero-acceptance floor, the chain cap, the paper's figure."""
     steps = draft_steps(run)
     chain = run.topk in (None, 1)

@@ -162,7 +162,7 @@ class Stat:
 
 
 @dataclass
-class Run:
+class LogRun:
     """One source file: its windows, the engine that wrote it, and what could not be read."""
 
     source: str

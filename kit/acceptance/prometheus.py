@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from kit.acceptance.model import Kind, Run, Window
+from kit.acceptance.model import Kind, LogRun, Window
 from kit.errors import KitError
 
 
@@ -77,7 +77,7 @@ def parse(lines: Iterable[str] | TextIO, where: str) -> Scrape:
     return scrape
 
 
-def read(f: TextIO, run: Run) -> None:
+def read(f: TextIO, run: LogRun) -> None:
     """Fold one scrape into `run` (one window); a malformed exposition is a `KitError`."""
     scrape = parse(f, run.source)
     if scrape.engine == "sglang":
@@ -88,7 +88,7 @@ def read(f: TextIO, run: Run) -> None:
         run.notes.append("no speculative-decoding metric in this exposition")
 
 
-def sglang_window(g: dict[str, float], run: Run) -> None:
+def sglang_window(g: dict[str, float], run: LogRun) -> None:
     """Fold SGLang's gauges (set at the last decode log line) into `run` as one window."""
     run.engine_name = "sglang"
     if "sglang:spec_num_steps" in g:
@@ -126,7 +126,7 @@ def counters_window(
     )
 
 
-def _counters(engine: str, c: dict[str, float], per_pos: dict[int, float], run: Run) -> None:
+def _counters(engine: str, c: dict[str, float], per_pos: dict[int, float], run: LogRun) -> None:
     run.engine_name = engine
     drafts = c.get(f"{engine}:spec_decode_num_drafts", 0.0)
     draft_tokens = c.get(f"{engine}:spec_decode_num_draft_tokens", 0.0)

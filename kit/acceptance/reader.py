@@ -1,4 +1,4 @@
-"""`parse_files`: read logs, metrics and JSON into `Run`s, one per file, in flat memory.
+"""`parse_files`: read logs, metrics and JSON into `LogRun`s, one per file, in flat memory.
 
 The kind of file is told from its first bytes: JSON (server info, meta_info, per-request metrics,
 iteration statistics; one value or JSON lines), Prometheus text, or a log. A log may hold any
@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from kit.acceptance import fields, lines, prometheus, release, server_info
 from kit.acceptance.logfile import LogReader
-from kit.acceptance.model import Run
+from kit.acceptance.model import LogRun
 from kit.engines import RELEASES, EngineRelease, parse_engine
 from kit.errors import KitError
 
@@ -51,8 +51,8 @@ def parse_files(
     num_draft_tokens: int | None = None,
     num_steps: int | None = None,
     topk: int | None = None,
-) -> list[Run]:
-    """One `Run` per file. `engine` (`sglang==0.5.10`, or `sglang` for the family only) wins
+) -> list[LogRun]:
+    """One `LogRun` per file. `engine` (`sglang==0.5.10`, or `sglang` for the family only) wins
     over what the format implies; a disagreement is recorded as a conflict."""
     name, given = given_engine(engine)
     runs = []
@@ -60,7 +60,7 @@ def parse_files(
         p = Path(path)
         if not p.is_file():
             raise KitError("no such file" if not p.exists() else "not a file", p)
-        run = Run(
+        run = LogRun(
             source=str(path), num_draft_tokens=num_draft_tokens, num_steps=num_steps, topk=topk
         )
         read_file(p, run)
@@ -71,7 +71,7 @@ def parse_files(
     return runs
 
 
-def read_file(path: Path, run: Run) -> None:
+def read_file(path: Path, run: LogRun) -> None:
     try:
         with open(path, "rb") as raw:
             head = raw.read(4096).decode("utf-8", "replace")
@@ -93,12 +93,12 @@ def read_file(path: Path, run: Run) -> None:
         raise KitError(f"cannot read: {e.strerror or e}", path) from None
 
 
-def _read_log(path: Path, run: Run) -> None:
+def _read_log(path: Path, run: LogRun) -> None:
     with open(path, "rb") as f:
         LogReader(run).read(f)
 
 
-def read_json_value(obj: Any, run: Run, line_no: int = 0) -> bool:
+def read_json_value(obj: Any, run: LogRun, line_no: int = 0) -> bool:
     """Fold one decoded JSON value (SGLang server info or meta_info, a vLLM completion with its
     per-request metrics, TensorRT-LLM iteration statistics, or a list of them); False when it
     holds none of them."""
@@ -124,7 +124,7 @@ def read_json_value(obj: Any, run: Run, line_no: int = 0) -> bool:
     return True
 
 
-def _read_json(f: TextIO, path: Path, run: Run) -> None:
+def _read_json(f: TextIO, path: Path, run: LogRun) -> None:
     if path.stat().st_size <= JSON_WHOLE_LIMIT:
         try:
             obj = json.load(f)

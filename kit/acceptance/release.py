@@ -3,7 +3,7 @@
 The format narrows a version range (a `Decode batch [N],` header is 0.5.4; no trailing `, ` is
 ≥0.5.9; `cap len` is ≥0.5.16); the logged (accept len, accept rate) pairs then say which rate
 formula was in force, and with it the number of draft tokens D. When more than one formula fits,
-every fitting one is kept as a possible reading (`Run.readings`) instead of picking one. A release
+every fitting one is kept as a possible reading (`LogRun.readings`) instead of picking one. A release
 the user gives wins; disagreement between it and the log (or the server's own version) is
 recorded as a conflict.
 """
@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from packaging.version import InvalidVersion, Version
 
-from kit.acceptance.model import Run
+from kit.acceptance.model import LogRun
 from kit.engines import RELEASES, EngineRelease, Row, VersionRange, pick
 from kit.engines.sglang import acceptance as sglang
 from kit.engines.sglang.acceptance import RateFormula
@@ -61,7 +61,7 @@ def _decode_rows(sig: tuple) -> list[Row]:
     return [r for r in match if r.value.default] or match
 
 
-def format_range(run: Run) -> None:
+def format_range(run: LogRun) -> None:
     """Narrow `run.release_range` from every format signature seen."""
     rng: VersionRange | None = None
     for sig in run.formats:
@@ -100,7 +100,7 @@ def format_range(run: Run) -> None:
     run.release_range = rng
 
 
-def _pairs(run: Run) -> list[tuple[float, float]]:
+def _pairs(run: LogRun) -> list[tuple[float, float]]:
     pairs = [
         (w.accept_len, w.accept_rate)
         for w in run.windows
@@ -114,7 +114,7 @@ def _fitting_n(formula: RateFormula, pairs: list[tuple[float, float]], n: int | 
     return [c for c in candidates if all(formula.fits(al, ar, c) for al, ar in pairs)]
 
 
-def _known_n(run: Run, formula: RateFormula) -> int | None:
+def _known_n(run: LogRun, formula: RateFormula) -> int | None:
     if formula.denominator == "num_steps + 1":
         if run.num_steps:
             return run.num_steps + 1
@@ -124,7 +124,7 @@ def _known_n(run: Run, formula: RateFormula) -> int | None:
     return run.num_steps + 1 if run.num_steps and run.topk == 1 else None
 
 
-def _set_denominator(run: Run, formula: RateFormula, n: int) -> None:
+def _set_denominator(run: LogRun, formula: RateFormula, n: int) -> None:
     """Record the n the rates imply; fill D or num_steps from it when not given."""
     run.rate_denominator = n
     if formula.denominator == "D" and not run.num_draft_tokens:
@@ -135,7 +135,7 @@ def _set_denominator(run: Run, formula: RateFormula, n: int) -> None:
         run.notes.append(f"num_steps = {n - 1} inferred from accept len / accept rate")
 
 
-def sglang_formula(run: Run, given: EngineRelease | None) -> None:
+def sglang_formula(run: LogRun, given: EngineRelease | None) -> None:
     """Pick the accept-rate formula row (and D) in force for an SGLang run."""
     pairs = _pairs(run)
     rows = [r for r in sglang.ACCEPT_RATE if _overlaps(r.versions, run.release_range)]
@@ -200,7 +200,7 @@ def _reading(row: Row, ns: list[int]) -> dict:
     }
 
 
-def _server_version(run: Run, given: EngineRelease | None) -> None:
+def _server_version(run: LogRun, given: EngineRelease | None) -> None:
     """The version a server reported (/get_server_info) against the release given."""
     reported = run.facts.get("server_version")
     if given is None or not reported or given.name != run.engine_name:
@@ -228,7 +228,7 @@ def label(name: str, rng: VersionRange | None) -> str:
     return f"{name}{rng}".replace(">=0,", "")
 
 
-def infer(run: Run, given: EngineRelease | None, name: str | None = None) -> None:
+def infer(run: LogRun, given: EngineRelease | None, name: str | None = None) -> None:
     """Fill the run's release range, formula, D and engine label; record conflicts.
 
     `given` is a release the user named; `name` an engine named without one (`--engine sglang`).

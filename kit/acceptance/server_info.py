@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kit.acceptance.model import Kind, Run, Window
+from kit.acceptance.model import Kind, LogRun, Window
 from kit.engines.sglang.acceptance import META_KEYS
 
 # The server arguments that decide what speculation runs (0.5.10 server_args.py:371-631).
@@ -35,7 +35,7 @@ SERVER_ARGS = (
 )
 
 
-def read(obj: Any, run: Run, line_no: int = 0) -> bool:
+def read(obj: Any, run: LogRun, line_no: int = 0) -> bool:
     """Fold a decoded JSON value into `run`; False when it is neither shape."""
     if isinstance(obj, list):
         return any([read(o, run, line_no) for o in obj])
@@ -51,7 +51,7 @@ def read(obj: Any, run: Run, line_no: int = 0) -> bool:
     return False
 
 
-def _server_info(info: dict[str, Any], run: Run) -> None:
+def _server_info(info: dict[str, Any], run: LogRun) -> None:
     run.engine_name = "sglang"
     run.num_steps = run.num_steps or info.get("speculative_num_steps")
     run.topk = run.topk or info.get("speculative_eagle_topk")
@@ -67,7 +67,7 @@ def _server_info(info: dict[str, Any], run: Run) -> None:
             )
 
 
-def _meta_info(meta: dict[str, Any], run: Run, line_no: int) -> None:
+def _meta_info(meta: dict[str, Any], run: LogRun, line_no: int) -> None:
     run.engine_name = "sglang"
     verify = meta.get("spec_verify_ct") or 0
     al = meta.get("spec_accept_length")

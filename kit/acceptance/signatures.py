@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kit.acceptance.meaning import bands, draft_share, interpret
-from kit.acceptance.model import Kind, Run
+from kit.acceptance.model import Kind, LogRun
 from kit.findings import Finding, Severity
 
 ZERO_SHARE = 0.9  # zero acceptance: at least this share of windows accepted no draft
@@ -28,18 +28,18 @@ FIX_DRAFT = (
 )
 
 
-def _name(run: Run) -> str:
+def _name(run: LogRun) -> str:
     return Path(run.source).name
 
 
-def _accept_len_range(run: Run) -> list[str]:
+def _accept_len_range(run: LogRun) -> list[str]:
     if not run.accept_len.count:
         return []
     s = run.accept_len
     return [f"accept len {s.min:.2f}–{s.max:.2f} over {s.count} windows, mean {s.mean:.3f}"]
 
 
-def zero_acceptance(run: Run) -> Finding | None:
+def zero_acceptance(run: LogRun) -> Finding | None:
     """CRITICAL when (nearly) every window accepted no draft: accept len 1.00 as printed, or
     zero accepted tokens."""
     spec, floor = run.spec_windows, run.floor_windows
@@ -76,7 +76,7 @@ def zero_acceptance(run: Run) -> Finding | None:
     )
 
 
-def near_zero_acceptance(run: Run) -> Finding | None:
+def near_zero_acceptance(run: LogRun) -> Finding | None:
     """CRITICAL when a few drafts in a hundred are accepted (but not every window is at the
     floor): a draft that is broken, not merely weak, for any release and chain length."""
     found = draft_share(run)
@@ -104,7 +104,7 @@ def near_zero_acceptance(run: Run) -> Finding | None:
     )
 
 
-def low_first_position(run: Run, expected_step0: float) -> Finding | None:
+def low_first_position(run: LogRun, expected_step0: float) -> Finding | None:
     """Position-0 acceptance far below the offline step-0 accuracy."""
     if run.per_position:
         pos0, how = run.per_position[0], "measured position-0 acceptance"
@@ -128,7 +128,7 @@ def low_first_position(run: Run, expected_step0: float) -> Finding | None:
     )
 
 
-def acceptance_decay(run: Run) -> Finding | None:
+def acceptance_decay(run: LogRun) -> Finding | None:
     """Accepted drafts per step falling over the run (last quarter vs first quarter)."""
     series = [w.accept_len for w in run.windows if w.accept_len is not None]
     if len(series) < MIN_DECAY_WINDOWS:
@@ -152,7 +152,7 @@ def acceptance_decay(run: Run) -> Finding | None:
     )
 
 
-def position_cliff(run: Run) -> Finding | None:
+def position_cliff(run: LogRun) -> Finding | None:
     """Per-position acceptance that collapses from one position to the next (far steeper than
     the geometric fall-off of a draft that is just less sure further out)."""
     pp = run.per_position
@@ -173,7 +173,7 @@ def position_cliff(run: Run) -> Finding | None:
     return None
 
 
-def no_speedup(run: Run, baseline: Run) -> Finding | None:
+def no_speedup(run: LogRun, baseline: LogRun) -> Finding | None:
     """Throughput with speculation not above the baseline run's."""
     if not run.throughput.count or not baseline.throughput.count:
         return None
@@ -195,7 +195,7 @@ def no_speedup(run: Run, baseline: Run) -> Finding | None:
     )
 
 
-def below_expected(run: Run, expected_accept_len: float) -> Finding | None:
+def below_expected(run: LogRun, expected_accept_len: float) -> Finding | None:
     mean = run.accept_len.mean
     if mean is None or mean >= BELOW_EXPECTED_FACTOR * expected_accept_len:
         return None
@@ -211,7 +211,7 @@ def below_expected(run: Run, expected_accept_len: float) -> Finding | None:
     )
 
 
-def above_chain_cap(run: Run) -> Finding | None:
+def above_chain_cap(run: LogRun) -> Finding | None:
     cap = bands(run)["chain_cap"]
     if not cap or not run.accept_len.count or run.accept_len.max <= cap + 0.01:
         return None
@@ -226,7 +226,7 @@ def above_chain_cap(run: Run) -> Finding | None:
     )
 
 
-def conflicts(run: Run) -> Finding | None:
+def conflicts(run: LogRun) -> Finding | None:
     if not run.conflicts:
         return None
     return Finding(
@@ -242,7 +242,7 @@ def conflicts(run: Run) -> Finding | None:
     )
 
 
-def no_data(run: Run) -> Finding | None:
+def no_data(run: LogRun) -> Finding | None:
     if run.spec_windows:
         return None
     return Finding(
@@ -255,7 +255,7 @@ def no_data(run: Run) -> Finding | None:
     )
 
 
-def unparsed(run: Run) -> Finding | None:
+def unparsed(run: LogRun) -> Finding | None:
     n = run.unparsed_lines
     if not n:
         return None
@@ -270,7 +270,7 @@ def unparsed(run: Run) -> Finding | None:
 
 
 def run_findings(
-    run: Run, expected_step0: float | None = None, expected_accept_len: float | None = None
+    run: LogRun, expected_step0: float | None = None, expected_accept_len: float | None = None
 ) -> list[Finding]:
     """Every signature of one run."""
     zero = zero_acceptance(run)

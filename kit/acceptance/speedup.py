@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kit.acceptance.meaning import draft_steps
-from kit.acceptance.model import Run
+from kit.acceptance.model import LogRun
 
 DEFAULT_DRAFT_COST = 0.05
 SPEEDUP_FORMULA = "speedup = (1 + Σ_i p_i) / (1 + k·c)"
@@ -66,7 +66,7 @@ def speedup_from_accept_len(
     return Speedup(accept_len, accept_len / (1 + draft_steps * draft_cost), draft_steps, draft_cost)
 
 
-def speedup_for(run: Run, draft_cost: float = DEFAULT_DRAFT_COST) -> Speedup | None:
+def speedup_for(run: LogRun, draft_cost: float = DEFAULT_DRAFT_COST) -> Speedup | None:
     if run.per_position:
         return expected_speedup(run.per_position, draft_cost)
     steps = draft_steps(run)

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Iterable
 from pathlib import Path
 
-from kit.doctor import DEFAULT_ENGINE
+from kit.diagnosis import DEFAULT_ENGINE
 from kit.findings import Finding, Severity
 
 

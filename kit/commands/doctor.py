@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kit.console import make_console, print_findings
-    from kit.doctor import diagnose
+    from kit.diagnosis import diagnose
     from kit.errors import KitError
     from kit.findings import dumps
 

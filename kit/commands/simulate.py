@@ -29,29 +29,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kit.checkpoint import open_checkpoint
-    from kit.config import load_draft_config
-    from kit.engines import ENGINES, parse_engine
+    from kit.api import release_matrix, simulate
+    from kit.engines import ENGINES
     from kit.errors import KitError
     from kit.findings import dumps
-    from kit.loading import release_matrix, simulate_load
 
-    ck = open_checkpoint(args.path)
-    config_path = args.config or ck.config_path
-    if config_path is None:
-        raise KitError("no config.json beside the checkpoint; pass --config", ck.path)
-    cfg = load_draft_config(config_path)
     if "==" not in args.engine:
         name = args.engine.strip().lower()
         if name != "all" and name not in ENGINES:
             raise KitError(f"unknown engine {name!r}; use {', '.join(ENGINES)} or all")
-        rows = release_matrix(ck, cfg, list(ENGINES) if name == "all" else [name])
+        rows = release_matrix(args.path, name)
         if args.json:
             sys.stdout.write(dumps({"engine": name, "matrix": [r.to_dict() for r in rows]}) + "\n")
         else:
             _print_matrix(name, rows)
         return 0
-    report = simulate_load(ck, cfg, parse_engine(args.engine))
+    report = simulate(args.path, args.engine, config=args.config)
     if args.json:
         sys.stdout.write(dumps(report.to_dict()) + "\n")
     else:

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     from kit.config import load_target_config
     from kit.findings import dumps
-    from kit.trace import trace_draft
+    from kit.tracing import trace_draft
 
     draft = _draft_config(args.draft)
     if args.aux_convention:

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from kit.acceptance.analysis import bands
-from kit.acceptance.model import Run
+from kit.acceptance.model import LogRun
 
 # plotly's default sequence minus red and green, which the reference lines use
 COLOURS = ("#636efa", "#ab63fa", "#ffa15a", "#19d3f3", "#ff6692", "#b6e880", "#ff97ff", "#fecb52")
@@ -25,7 +25,7 @@ def _colour(i: int) -> str:
     return COLOURS[i % len(COLOURS)]
 
 
-def _elapsed(run: Run, attr: str) -> tuple[list[float], list[float]]:
+def _elapsed(run: LogRun, attr: str) -> tuple[list[float], list[float]]:
     pts = [(w.t, getattr(w, attr)) for w in run.windows if getattr(w, attr) is not None]
     if not pts:
         return [], []
@@ -35,12 +35,12 @@ def _elapsed(run: Run, attr: str) -> tuple[list[float], list[float]]:
     return list(range(len(pts))), [v for _, v in pts]
 
 
-def _name(run: Run) -> str:
+def _name(run: LogRun) -> str:
     return f"{Path(run.source).name} ({run.engine})" if run.engine else Path(run.source).name
 
 
 def accept_len_figure(
-    runs: Sequence[Run],
+    runs: Sequence[LogRun],
     floor: float = 1.0,
     expected: float | None = None,
     expected_ci: Sequence[float] | None = None,
@@ -117,7 +117,7 @@ def accept_len_figure(
 
 def _per_position(i: int, r: Any) -> tuple[str, list[float], list[list[float]] | None]:
     """Name, per-position rates and their intervals (`[lo, hi]` each, when known) of an entry."""
-    if isinstance(r, Run):
+    if isinstance(r, LogRun):
         return _name(r), list(r.per_position or []), None
     if isinstance(r, dict):
         name = str(r.get("name") or r.get("label") or r.get("source") or f"run {i}")
@@ -154,7 +154,7 @@ def _error_bars(values: Sequence[float], ci: Sequence[Sequence[float]] | None) -
 def per_position_figure(runs_or_results: Sequence[Any]) -> go.Figure:
     """Acceptance per draft position, one bar group per entry, with error bars where known.
 
-    Entries are `Run`s, `summarize` dicts, or any object with `per_position` (and a `name`,
+    Entries are `LogRun`s, `summarize` dicts, or any object with `per_position` (and a `name`,
     `label` or `source`), e.g. an offline result or row: its `per_position_ci` (or a dict's)
     becomes the error bars.
     """
@@ -215,7 +215,7 @@ def accept_len_by_wiring_figure(rows: Sequence[Any]) -> go.Figure:
     return fig
 
 
-def throughput_figure(runs: Sequence[Run]) -> go.Figure:
+def throughput_figure(runs: Sequence[LogRun]) -> go.Figure:
     """Generated tokens per second over time, runs overlaid."""
     fig = go.Figure()
     for i, run in enumerate(runs):
@@ -231,7 +231,7 @@ def throughput_figure(runs: Sequence[Run]) -> go.Figure:
 
 def write_html(
     path: str | Path,
-    runs: Sequence[Run],
+    runs: Sequence[LogRun],
     expected: float | None = None,
     expected_ci: Sequence[float] | None = None,
 ) -> None:

@@ -13,7 +13,7 @@ import itertools
 
 import plotly.graph_objects as go
 
-from kit.trace import TraceReport
+from kit.tracing import TraceReport
 
 OK, FC, BAD = "#dbe9f6", "#c7e9c0", "#f4a6a6"
 BOX_W, BOX_H = 0.84, 0.7

@@ -10,7 +10,7 @@ from kit.capture import Feed, simulate_capture
 from kit.config import load_draft_config, load_target_config
 from kit.engines.lmdeploy.capture import AUX_FIX, IDS_FIX
 from kit.findings import Severity
-from kit.trace import trace_draft
+from kit.tracing import trace_draft
 
 READ = ("lmdeploy==0.11.0", "lmdeploy==0.15.0", "lmdeploy==0.18.0")
 

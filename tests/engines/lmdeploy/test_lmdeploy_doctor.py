@@ -11,7 +11,7 @@ import pytest
 
 from kit.checkpoint import open_checkpoint
 from kit.config import load_draft_config
-from kit.doctor import diagnose
+from kit.diagnosis import diagnose
 from kit.findings import Severity
 from kit.rewrite import plan_fix, write_fixed
 from tests.conftest import DATA, ROOT

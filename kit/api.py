@@ -1,0 +1,177 @@
+"""The kit's public calls: what a notebook, a script or the CLI asks, on paths and release strings.
+
+Each call takes what a user has at hand (a checkpoint folder, a config folder, `sglang==0.5.10`,
+log files, a URL) and returns a report with `findings` and `to_dict()`. Heavy libraries (torch,
+transformers, plotly) load inside the calls that need them, so `import kit` stays fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kit.acceptance.analysis import AcceptanceReport
+    from kit.acceptance.live import ProbeReport
+    from kit.deployment import DeploymentReport
+    from kit.diagnosis import Diagnosis
+    from kit.inspection import InspectionReport
+    from kit.loading import LoadReport, MatrixRow
+    from kit.organism import OfflineRow
+    from kit.rewrite import FixPlan
+    from kit.runs import Run
+    from kit.tracing import TraceReport
+
+Pathish = str | Path
+
+
+def inspect(draft: Pathish, *, stats: str = "sampled") -> InspectionReport:
+    """What the checkpoint holds, which trainer wrote it, what looks wrong. `stats`: "none"
+    (headers only), "sampled" (a bounded sample of each tensor) or "full" (every byte)."""
+    from kit.inspection import StatsRead, inspect_checkpoint
+
+    return inspect_checkpoint(draft, stats=StatsRead[stats.upper()])
+
+
+def simulate(draft: Pathish, engine: str, *, config: Pathish | None = None) -> LoadReport:
+    """What one engine release does with every key of the checkpoint (`engine` like
+    `sglang==0.5.10`), headers only; `config` defaults to the config.json beside it."""
+    from kit.loading import simulate_load
+
+    ck, cfg = _draft(draft, config)
+    return simulate_load(ck, cfg, engine)
+
+
+def release_matrix(draft: Pathish, engine: str = "all") -> list[MatrixRow]:
+    """Every release of one engine (or of every engine: "all"), grouped by what it does with
+    this checkpoint as saved and once config.json is rewritten."""
+    from kit.engines import ENGINES
+    from kit.loading import release_matrix as matrix
+
+    ck, cfg = _draft(draft, None)
+    return matrix(ck, cfg, list(ENGINES) if engine == "all" else [engine])
+
+
+def fix(
+    draft: Pathish, engine: str, *, out: Pathish | None = None, in_place: bool = False
+) -> tuple[FixPlan, Path | None]:
+    """The renames and config.json this release needs, and (with `out` or `in_place`) the fixed
+    checkpoint written, verified and fsynced: (plan, written folder or None)."""
+    from kit.checkpoint import open_checkpoint
+    from kit.rewrite import plan_fix, write_fixed
+
+    ck, cfg = _draft(draft, None)
+    plan = plan_fix(ck, cfg, engine)
+    if not (out or in_place) or not plan.changes_anything:
+        return plan, None
+    written = write_fixed(open_checkpoint(draft), plan, Path(out) if out else None, in_place)
+    return plan, written
+
+
+def trace(
+    draft: Pathish,
+    target_config: Pathish,
+    engine: str,
+    *,
+    target_class: str | None = None,
+    aux_capture: bool | None = None,
+    cuda_graph: bool = False,
+    device: str = "meta",
+) -> TraceReport:
+    """Which target states reach the draft, how wide, whether fc runs, and every hook's shape
+    (on the meta device by default: full-scale drafts trace without memory)."""
+    from kit.config import load_draft_config, load_target_config
+    from kit.tracing import trace_draft
+
+    return trace_draft(
+        load_target_config(target_config), load_draft_config(draft), engine,
+        target_class, aux_capture, cuda_graph, device,
+    )  # fmt: skip
+
+
+def analyze_logs(
+    logs: Sequence[Pathish],
+    *,
+    engine: str | None = None,
+    num_draft_tokens: int | None = None,
+    expected_accept_len: float | None = None,
+    baseline: Pathish | None = None,
+) -> AcceptanceReport:
+    """Server logs, metrics or pasted lines read by field under the release's formula; zero and
+    near-zero acceptance, the offline expectation and a run without speculation as references."""
+    from kit.acceptance import analyze, parse_files
+
+    opts = {"engine": engine, "num_draft_tokens": num_draft_tokens}
+    runs = parse_files([Path(p) for p in logs], **opts)
+    base = parse_files([Path(baseline)], **opts)[0] if baseline else None
+    return analyze(runs, expected_accept_len=expected_accept_len, baseline=base)
+
+
+def probe(url: str, *, interval: float = 10.0, requests: int = 0) -> ProbeReport:
+    """A running SGLang or vLLM server's acceptance now, its settings, and what they mean."""
+    from kit.acceptance.live import probe as live_probe
+
+    return live_probe(url, interval=interval, requests=requests)
+
+
+def offline(
+    target: Pathish,
+    draft: Pathish,
+    engine: str | None = None,
+    *,
+    aux_capture: bool | None = None,
+    target_class: str | None = None,
+    **options: Any,
+) -> OfflineRow:
+    """What the draft reaches on its target: healthy (no `engine`), or as `engine` deploys it
+    (its load and its capture for the target class; `aux_capture=False`: given off), judged
+    against healthy. `options`: k, prompts, temperature, top_p, seed, prompt_format, device …"""
+    from kit.organism import as_deployed, healthy
+
+    reference = healthy(target, draft, **options)
+    if engine is None:
+        return reference
+    return as_deployed(
+        target, draft, engine, aux_capture=aux_capture, target_class=target_class,
+        against=reference, **options,
+    )  # fmt: skip
+
+
+def check_deployment(launch: Pathish | None = None, **inputs: Any) -> DeploymentReport:
+    """The server's launch line (text or script) read with that release's flags, and what the
+    draft and target configs and tokenizers disagree on (`draft`, `target_config`, `engine`,
+    `train_tokenizer`, `served_tokenizer`)."""
+    from kit.deployment import check
+
+    return check(launch, **inputs)
+
+
+def doctor(draft: Pathish | None = None, **inputs: Any) -> Diagnosis:
+    """Every check the inputs allow, evidence reconciled, root causes first (see
+    `kit.diagnosis.diagnose` for the inputs: target_config, engine, logs, launch, target …)."""
+    from kit.diagnosis import diagnose
+
+    return diagnose(draft, **inputs)
+
+
+def run(out: Pathish, **inputs: Any) -> Run:
+    """The notebooks run headless on the inputs (`kit.runbook.RunInputs`' fields; none: the
+    bundled incident), written to `out` with `postmortem.html` and `findings.json`."""
+    from kit.runbook import RunInputs
+    from kit.runbook import run as run_notebooks
+
+    return run_notebooks(RunInputs(**inputs), Path(out))
+
+
+def _draft(draft: Pathish, config: Pathish | None):
+    """The checkpoint and its config (the one beside it unless given)."""
+    from kit.checkpoint import open_checkpoint
+    from kit.config import load_draft_config
+    from kit.errors import KitError
+
+    ck = open_checkpoint(draft)
+    path = config or ck.config_path
+    if path is None:
+        raise KitError("no config.json beside the checkpoint; pass --config", ck.path)
+    return ck, load_draft_config(path)
