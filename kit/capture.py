@@ -203,7 +203,7 @@ def _traced_as_rewritten(r: CaptureReport, given: DraftConfig, refusal: str) -> 
             f"refused: {refusal}",
             f"given: {given.path or 'config.json'} ({given.source} format)",
         ),
-        fix=f"python -m kit fix CKPT --for {r.engine} writes the config traced here",
+        fix=f"python -m kit fix CKPT --engine {r.engine} writes the config traced here",
         engine=r.engine,
     )
 

@@ -200,35 +200,44 @@ def parse_draft_config(raw: dict[str, Any], path: Path | None = None) -> DraftCo
         raise KitError(f"draft config has a field of the wrong type or shape ({e})", path) from None
 
 
-def _parse_draft_config(raw: dict[str, Any], path: Path | None) -> DraftConfig:
+def _sections(raw: dict[str, Any], path: Path | None) -> tuple[bool, dict, dict, dict]:
+    """(speculators format?, the layer fields, the top-level fields, eagle_config)."""
     speculators = "speculators_model_type" in raw or "transformer_layer_config" in raw
-    if speculators:
-        layer = raw.get("transformer_layer_config")
-        if not isinstance(layer, dict):
-            raise KitError("speculators config without a transformer_layer_config object", path)
-        top = raw
-    else:
-        layer = top = raw
+    layer = raw.get("transformer_layer_config") if speculators else raw
+    if not isinstance(layer, dict):
+        raise KitError("speculators config without a transformer_layer_config object", path)
     eagle = raw.get("eagle_config") or {}
-    if not isinstance(eagle, dict):
-        eagle = {}
+    return speculators, layer, raw, eagle if isinstance(eagle, dict) else {}
 
-    hidden = int(_need(layer, "hidden_size", path))
-    heads = int(_need(layer, "num_attention_heads", path))
-    ids: list[int] | None = None
-    location = convention = None
+
+def _aux_ids(top: dict, eagle: dict) -> tuple[list[int] | None, str | None, str | None]:
+    """(ids, where they were read, their convention). The top-level key is the speculators / vLLM
+    one, read verbatim as states after k layers; eagle_config's is SGLang's output of layer k."""
     if top.get("eagle_aux_hidden_state_layer_ids"):
-        # the speculators / vLLM key: vLLM reads it verbatim as states after k layers
-        ids, location = [int(i) for i in top["eagle_aux_hidden_state_layer_ids"]], "top_level"
-        convention = AFTER_K_LAYERS
-    elif eagle.get("eagle_aux_hidden_state_layer_ids"):
+        ids = [int(i) for i in top["eagle_aux_hidden_state_layer_ids"]]
+        return ids, "top_level", AFTER_K_LAYERS
+    if eagle.get("eagle_aux_hidden_state_layer_ids"):
         ids = [int(i) for i in eagle["eagle_aux_hidden_state_layer_ids"]]
-        location, convention = "eagle_config", OUTPUT_OF_LAYER
+        return ids, "eagle_config", OUTPUT_OF_LAYER
+    return None, None, None
 
+
+def _speculative(raw: dict) -> tuple[int | None, str | None]:
+    """(draft tokens per step the proposal was trained for, the verifier's name or path)."""
     spec = raw.get("speculators_config") or {}
+    if not isinstance(spec, dict):
+        return None, None
     methods = spec.get("proposal_methods") or [{}]
     n_spec = methods[0].get("speculative_tokens") if isinstance(methods[0], dict) else None
-    verifier = (spec.get("verifier") or {}).get("name_or_path") if isinstance(spec, dict) else None
+    return (int(n_spec) if n_spec else None), (spec.get("verifier") or {}).get("name_or_path")
+
+
+def _parse_draft_config(raw: dict[str, Any], path: Path | None) -> DraftConfig:
+    speculators, layer, top, eagle = _sections(raw, path)
+    hidden = int(_need(layer, "hidden_size", path))
+    heads = int(_need(layer, "num_attention_heads", path))
+    ids, location, convention = _aux_ids(top, eagle)
+    n_spec, verifier = _speculative(raw)
 
     def flag(name: str) -> bool:
         return bool(top.get(name, eagle.get(name, False)))
@@ -244,7 +253,6 @@ def _parse_draft_config(raw: dict[str, Any], path: Path | None) -> DraftConfig:
             if location == "top_level"
             else "eagle_config.eagle_aux_hidden_state_layer_ids"
         )
-
     return DraftConfig(
         source="speculators" if speculators else "flat",
         architectures=list(raw.get("architectures") or []),
@@ -280,7 +288,7 @@ def _parse_draft_config(raw: dict[str, Any], path: Path | None) -> DraftConfig:
         or top.get("torch_dtype")
         or layer.get("dtype")
         or layer.get("torch_dtype"),
-        num_speculative_tokens=int(n_spec) if n_spec else None,
+        num_speculative_tokens=n_spec,
         verifier=verifier,
         eagle_config=dict(eagle),
         raw=raw,

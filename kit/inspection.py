@@ -149,10 +149,10 @@ def check_keys(
     if cfg is None:
         out.append(
             Finding(
-                "CONFIG_MISSING",
-                Severity.WARNING,
-                "No config.json beside the checkpoint: shapes cannot be checked against it",
-                (f"looked for {ck.folder.name}/config.json",),
+                code="CONFIG_MISSING",
+                severity=Severity.WARNING,
+                title="No config.json beside the checkpoint: shapes cannot be checked against it",
+                evidence=(f"looked for {ck.folder.name}/config.json",),
                 fix="Put the draft's config.json next to its weights; engines need it to load.",
             )
         )
@@ -164,10 +164,10 @@ def check_keys(
     if draft and smaller_vocab and not _has(ck, "d2t"):
         out.append(
             Finding(
-                "D2T_MISSING",
-                Severity.ERROR,
-                "draft vocab is smaller than the target's but there is no d2t map",
-                (
+                code="D2T_MISSING",
+                severity=Severity.ERROR,
+                title="draft vocab is smaller than the target's but there is no d2t map",
+                evidence=(
                     f"draft_vocab_size {draft.draft_vocab_size} < vocab_size {draft.vocab_size}",
                     "no tensor named d2t",
                 ),
@@ -178,20 +178,20 @@ def check_keys(
     if not _has(ck, "lm_head.weight"):
         out.append(
             Finding(
-                "LM_HEAD_MISSING",
-                Severity.ERROR,
-                "no lm_head.weight: the draft cannot produce token logits of its own",
-                ("no tensor named lm_head.weight",),
+                code="LM_HEAD_MISSING",
+                severity=Severity.ERROR,
+                title="no lm_head.weight: the draft cannot produce token logits of its own",
+                evidence=("no tensor named lm_head.weight",),
                 fix="Export the draft's lm_head [draft_vocab, hidden] with the other weights.",
             )
         )
     if not _has(ck, "embed_tokens.weight"):
         out.append(
             Finding(
-                "EMBED_TOKENS_MISSING",
-                Severity.INFO,
-                "no embed_tokens.weight: engines share the target's embedding",
-                ("no tensor named embed_tokens.weight",),
+                code="EMBED_TOKENS_MISSING",
+                severity=Severity.INFO,
+                title="no embed_tokens.weight: engines share the target's embedding",
+                evidence=("no tensor named embed_tokens.weight",),
                 fix="Nothing to do if draft and target hidden sizes match.",
             )
         )
@@ -200,10 +200,10 @@ def check_keys(
         verifier = [k for k in extra if k.startswith("verifier_")]
         out.append(
             Finding(
-                "EXTRA_KEYS",
-                Severity.WARNING,
-                f"{len(extra)} tensor(s) that no EAGLE-3 draft layout defines",
-                tuple(extra[:20])
+                code="EXTRA_KEYS",
+                severity=Severity.WARNING,
+                title=f"{len(extra)} tensor(s) that no EAGLE-3 draft layout defines",
+                evidence=tuple(extra[:20])
                 + (
                     (f"{len(verifier)} verifier_* keys: the target's, saved by mistake",)
                     if verifier
@@ -243,10 +243,10 @@ def check_dtypes(ck: Checkpoint) -> list[Finding]:
     )
     return [
         Finding(
-            "MIXED_DTYPES",
-            Severity.WARNING,
-            f"floating tensors in {len(by_dtype)} dtypes: {', '.join(sorted(by_dtype))}",
-            evidence,
+            code="MIXED_DTYPES",
+            severity=Severity.WARNING,
+            title=f"floating tensors in {len(by_dtype)} dtypes: {', '.join(sorted(by_dtype))}",
+            evidence=evidence,
             fix="Cast all floating weights to one dtype (the config's dtype) before serving.",
             data={"dtypes": {d: len(n) for d, n in by_dtype.items()}},
         )
@@ -311,10 +311,10 @@ def check_shapes(ck: Checkpoint, cfg: DraftConfig) -> list[Finding]:
         return []
     return [
         Finding(
-            "SHAPE_CONTRADICTS_CONFIG",
-            Severity.ERROR,
-            f"{len(evidence)} shape(s) contradict config.json",
-            tuple(evidence),
+            code="SHAPE_CONTRADICTS_CONFIG",
+            severity=Severity.ERROR,
+            title=f"{len(evidence)} shape(s) contradict config.json",
+            evidence=tuple(evidence),
             fix="Use the config.json the checkpoint was trained with (hidden sizes, aux layer "
             "count, target_hidden_size, draft_vocab_size), or re-export the weights.",
         )

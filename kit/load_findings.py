@@ -102,7 +102,7 @@ def reconcile(findings: list[Finding], server_ran: bool) -> list[Finding]:
             *(f"assumed rewrite: {c}" for c in refused.data["config_changes"]),
         ),
         fix="pass the config.json the server actually read, or write it with "
-        f"python -m kit fix CKPT --for {refused.engine}",
+        f"python -m kit fix CKPT --engine {refused.engine}",
         engine=refused.engine,
         source=refused.source,
     )
@@ -152,7 +152,7 @@ def _still_refused(r: LoadReport) -> Finding:
 
 
 def _fix(engine: str, upgrade: EngineRelease | None) -> str:
-    fix = f"python -m kit fix CKPT --for {engine} (renames the keys)"
+    fix = f"python -m kit fix CKPT --engine {engine} (renames the keys)"
     if upgrade is not None:
         fix += f", or upgrade to {upgrade.name} ≥ {upgrade.version} (loads every tensor as is)"
     return fix

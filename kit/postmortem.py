@@ -55,7 +55,7 @@ def verdict_html(run: Run, symptom: bool = True) -> str:
     rest = [f for f in findings if not f.root_cause]
     if causes:
         n = len(causes)
-        head = f"<p><b>{n} root cause{'s' if n > 1 else ''}</b> explain the symptom:</p>"
+        head = f"<p><b>{n} root cause{'s' if n > 1 else ''}</b> explain{'' if n > 1 else 's'} the symptom:</p>"
     elif findings:
         head = "<p>No root cause was identified; the findings below are what the checks saw.</p>"
     else:

@@ -63,7 +63,7 @@ def test_the_fix_a_drop_finding_suggests_clears_it(sample_dir, tmp_path):
         open_checkpoint(sample_dir), load_draft_config(sample_dir), "sglang==0.5.10"
     )
     drop = next(f for f in report.findings if f.code == "KEYS_SILENTLY_DROPPED")
-    assert "fix CKPT --for sglang==0.5.10" in drop.fix and "sglang ≥ 0.5.12" in drop.fix
+    assert "fix CKPT --engine sglang==0.5.10" in drop.fix and "sglang ≥ 0.5.12" in drop.fix
     for release in ("sglang==0.5.10", "sglang==0.5.12"):
         out = _fixed(sample_dir, tmp_path / release, release)
         after = simulate_load(open_checkpoint(out), load_draft_config(out), release)
@@ -78,7 +78,7 @@ def test_the_refusal_fix_clears_the_refusal(sample_dir, tmp_path):
     for release in ("sglang==0.5.23", "vllm==0.9.2"):
         report = simulate_load(open_checkpoint(sample_dir), load_draft_config(sample_dir), release)
         assert report.findings[0].code == "UNSUPPORTED_CONFIG"
-        assert "python -m kit fix CKPT --for" in report.findings[0].fix
+        assert "python -m kit fix CKPT --engine" in report.findings[0].fix
         out = _fixed(sample_dir, tmp_path / release, release)
         assert simulate_load(open_checkpoint(out), load_draft_config(out), release).refusal is None
 

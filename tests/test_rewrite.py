@@ -401,3 +401,12 @@ def test_pickle_needing_renames_is_refused(sample_dir, tmp_path):
     with pytest.raises(KitError, match="convert it to safetensors first"):
         fix(folder, "sglang==0.5.10", out=tmp_path / "o")
     assert not (tmp_path / "o").exists()
+
+
+def test_fix_takes_engine_like_every_command_and_keeps_for(sample_dir, tmp_path):
+    """One name per concept: `--engine ENGINE==X` as in simulate, trace and doctor; `--for`,
+    the older spelling, still works for scripts that use it."""
+    for flag in ("--engine", "--for"):
+        out = run_cli(str(sample_dir), flag, "sglang==0.5.12", "--json")
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["plan"]["engine"] == "sglang==0.5.12"

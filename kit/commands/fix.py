@@ -30,7 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = GUARANTEE
     parser.add_argument("path", help="draft checkpoint (file or folder with config.json)")
     parser.add_argument(
-        "--for", dest="engine", help="ENGINE==X: the release to fix for (sglang, vllm, …)"
+        "--engine",
+        "--for",
+        dest="engine",
+        help="ENGINE==X: the release to fix for (sglang, vllm, lmdeploy, tensorrt_llm); "
+        "--for is the older spelling",
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--out", type=Path, help="write a complete new folder here (must not exist)")
@@ -59,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.undo:
         return _undo(args)
     if not args.engine:
-        raise KitError("say which release to fix for: --for sglang==X or vllm==X (or --undo)")
+        raise KitError("say which release to fix for: --engine ENGINE==X (or --undo)")
     release = parse_engine(args.engine)
     recovered = complete(Path(args.path)) if args.in_place else None
     ck = open_checkpoint(args.path)

@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         nargs="+",
         metavar="K",
-        help="what-if: feed these target states instead (state after K layers)",
+        help="what-if: feed these target states instead (state after K layers, 0 … n-1)",
     )
     wiring.add_argument("--no-d2t", action="store_true", help="what-if: draft ids as target ids")
     how = parser.add_argument_group("the measurement")

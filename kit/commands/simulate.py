@@ -122,4 +122,4 @@ def _print_matrix(engine: str, rows) -> None:
         table.add_row(r.engine, span, f"[{color}]{r.outcome}[/]", r.detail, r.if_config_rewritten)
     console = make_console()
     console.print(table)
-    console.print("Fix for one release: python -m kit fix CKPT --for ENGINE==X --out DIR")
+    console.print("Fix for one release: python -m kit fix CKPT --engine ENGINE==X --out DIR")

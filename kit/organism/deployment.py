@@ -152,7 +152,7 @@ def _no_fix(release: str, e: KitError) -> Finding:
         code="FIX_REFUSED",
         severity=Severity.ERROR,
         title=f"the kit cannot write a fix for {release}: {e}",
-        fix=f"see `python -m kit fix DRAFT --for {release}` for what it would need",
+        fix=f"see `python -m kit fix DRAFT --engine {release}` for what it would need",
         engine=release,
     )
 

@@ -68,7 +68,7 @@ NO_FLAGS = EAGLE3 + ": no input_norm, fc_norm or norm_output in any release read
 CONFIG_FIX = (
     "rewrite config.json as LMDeploy reads it: a flat LlamaConfig with architectures "
     "[LlamaForCausalLM] (its builder renames it Eagle3LlamaForCausalLM) and draft_vocab_size, "
-    "keys under midlayer.* (python -m kit fix CKPT --for lmdeploy==X)"
+    "keys under midlayer.* (python -m kit fix CKPT --engine lmdeploy==X)"
 )
 
 

@@ -87,7 +87,7 @@ MLA: list[Row[str | None]] = [
 CONFIG_FIX = (
     "rewrite config.json in SGLang's form: architectures [LlamaForCausalLMEagle3], the fields of "
     "transformer_layer_config at top level, draft_vocab_size, aux ids in eagle_config "
-    "(python -m kit fix CKPT --for sglang==X)"
+    "(python -m kit fix CKPT --engine sglang==X)"
 )
 
 

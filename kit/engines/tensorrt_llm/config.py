@@ -71,7 +71,7 @@ NO_NORM_BEFORE_RESIDUAL = f"{SPEC}:117 residual = hidden_states before hidden_no
 ARCH = "LlamaForCausalLM"
 CONFIG_FIX = (
     "rewrite config.json as a flat LlamaConfig with draft_vocab_size (architectures "
-    "[LlamaForCausalLM]); python -m kit fix CKPT --for tensorrt_llm==X"
+    "[LlamaForCausalLM]); python -m kit fix CKPT --engine tensorrt_llm==X"
 )
 
 

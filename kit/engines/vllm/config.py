@@ -94,11 +94,11 @@ QWEN3_CLASS: list[Row[bool]] = [
 
 CONFIG_FIX = (
     "rewrite config.json architectures to LlamaForCausalLM (the EAGLE-official spelling every "
-    "release accepts) or use vLLM ≥ 0.11.0 (python -m kit fix CKPT --for vllm==X)"
+    "release accepts) or use vLLM ≥ 0.11.0 (python -m kit fix CKPT --engine vllm==X)"
 )
 SPECULATORS_FIX = (
     "use vLLM ≥ 0.10.0, or rewrite config.json to a flat LlamaForCausalLM config "
-    "(python -m kit fix CKPT --for vllm==X)"
+    "(python -m kit fix CKPT --engine vllm==X)"
 )
 
 
