@@ -1,17 +1,16 @@
-"""The rich Console every command prints with, and how findings fit its width.
+"""The rich Console every command prints with, and the one way the CLI prints findings.
 
 Rich falls back to 80 columns when output is piped (CI logs, `| less`, files), which folds the
-key and findings tables into unreadable slivers; piped output gets 120 columns unless COLUMNS
-says otherwise.
+key tables into unreadable slivers; piped output gets 120 columns unless COLUMNS says otherwise.
 """
 
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Sequence
 
 from rich.console import Console
-from rich.padding import Padding
 from rich.text import Text
 
 from kit.findings import Finding
@@ -26,22 +25,18 @@ def make_console(stderr: bool = False) -> Console:
     return console
 
 
-NARROW = 100  # below this many columns a findings table folds into slivers: stack them instead
-
-
-def print_findings(console: Console, findings: Sequence[Finding], title: str) -> None:
-    """Findings as a table on a wide console, as stacked blocks on a narrow one (each finding's
-    severity, code and title on their own lines, then evidence and the fix, full width)."""
-    from kit.findings import ranked, render_table
+def print_findings(console: Console, findings: Sequence[Finding], title: str = "Findings") -> None:
+    """Findings ranked, root causes first, one block each: severity and code, the title, then
+    evidence, the fix and the engine source indented at full width. Blocks rather than a table,
+    because a table's narrow columns fold long evidence (key names, log lines) into slivers."""
+    from kit.findings import ranked
 
     if not findings:
         console.print(f"{title}: no findings", markup=False)
-    elif console.width >= NARROW:
-        console.print(render_table(findings, title))
-    else:
-        console.print(title, style="bold italic")
-        for f in ranked(findings):
-            _print_block(console, f)
+        return
+    console.print(title, style="bold italic", markup=False)
+    for f in ranked(findings):
+        _print_block(console, f)
 
 
 def _print_block(console: Console, f: Finding) -> None:
@@ -49,15 +44,27 @@ def _print_block(console: Console, f: Finding) -> None:
 
     head = f.severity.name.lower() + (" · root cause" if f.root_cause else "")
     console.print(f"[{STYLE[f.severity]}]{head}[/] {f.code}")
-    console.print(f.title, markup=False)
+    _print_wrapped(console, f.title, "", "")
     lines = [f"• {e}" for e in f.evidence[:8]]
     if len(f.evidence) > 8:
         lines.append(f"• … {len(f.evidence) - 8} more")
     if f.fix:
         lines.append(f"fix: {f.fix}")
-    for line in lines:  # indented, continuation lines too
-        console.print(Padding(Text(line), (0, 0, 0, 2)))
+    for line in lines:
+        _print_wrapped(console, line, "  ", "    ")
     cite = " · ".join(x for x in (f.engine, f.source) if x)
     if cite:
-        console.print(Padding(Text(cite, style="dim"), (0, 0, 0, 2)))
+        _print_wrapped(console, cite, "  ", "    ", style="dim")
     console.print()
+
+
+def _print_wrapped(console: Console, text: str, first: str, rest: str, style: str = "") -> None:
+    """Wrapped here rather than by rich, which pads every wrapped line to the console's width
+    (trailing blanks in a pipe) and cannot hang an indent under a bullet. Paths and key names
+    are never split."""
+    lines = textwrap.wrap(
+        text, console.width, initial_indent=first, subsequent_indent=rest,
+        break_long_words=False, break_on_hyphens=False,
+    )  # fmt: skip
+    for line in lines:
+        console.print(Text(line, style=style), soft_wrap=True)

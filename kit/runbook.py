@@ -295,8 +295,10 @@ def execute_notebook(
             execution_timeout=timeout,
             cwd=str(ROOT),
             progress_bar=False,
-            # quiet the kernel's start-up warning about TCP on localhost (noise on every run)
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],
+            # quiet the kernel's own log: its start-up warning about TCP on localhost, and the
+            # "KeyboardInterrupt caught" line jupyter_client's shutdown (SIGINT first) provokes;
+            # a cell's error still comes back through papermill
+            extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
         )
     except PapermillExecutionError as e:
         return StepError(e.exec_count, e.ename, e.evalue, failing_line(e.source, e.traceback))

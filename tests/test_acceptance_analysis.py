@@ -96,8 +96,13 @@ def test_bundled_incident_logs():
     assert d["runs"][0]["unparsed_lines"] == 0 and runs[0].other_lines > 0
     assert 20 < d["runs"][0]["throughput"]["mean"] < 30
     assert d["runs"][2]["accept_len"]["mean"] > 2.0
-    assert compare(runs[0], runs[1]).findings[0].code == "FIX_NO_EFFECT"
-    assert compare(runs[0], runs[2]).delta("accept_len") > 1.0
+    unchanged = compare(runs[0], runs[1]).findings[0]
+    assert unchanged.code == "FIX_NO_EFFECT" and unchanged.title.startswith("after-rename.log")
+    fixed = compare(runs[0], runs[2])
+    assert fixed.delta("accept_len") > 1.0
+    assert [f.code for f in fixed.findings] == ["FIX_EFFECT"]
+    assert fixed.findings[0].title.startswith("after-both-fixes.log: accept len 1.00 → 2.")
+    assert "against before.log" in fixed.findings[0].title
 
 
 def test_speedup_model_matches_leviathan_closed_form():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kit.acceptance.meaning import FLOOR, bands, draft_steps, interpret
@@ -160,8 +161,9 @@ def compare(before: LogRun, after: LogRun) -> Comparison:
             Finding(
                 code="FIX_NO_EFFECT",
                 severity=Severity.ERROR if still_zero else Severity.WARNING,
-                title=f"Accept len unchanged by the fix ({before.accept_len.mean:.2f} → "
-                f"{after.accept_len.mean:.2f})" + ("; still zero acceptance" if still_zero else ""),
+                title=f"{Path(after.source).name}: accept len unchanged by the fix "
+                f"({before.accept_len.mean:.2f} → {after.accept_len.mean:.2f}) against "
+                f"{Path(before.source).name}" + ("; still zero acceptance" if still_zero else ""),
                 evidence=(
                     f"before: {before.source}, mean accept len {before.accept_len.mean:.4f}",
                     f"after: {after.source}, mean accept len {after.accept_len.mean:.4f}",
@@ -176,8 +178,12 @@ def compare(before: LogRun, after: LogRun) -> Comparison:
             Finding(
                 code="FIX_EFFECT",
                 severity=Severity.INFO,
-                title=f"Accept len {before.accept_len.mean:.2f} → {after.accept_len.mean:.2f}",
-                evidence=(f"Δ accept len {d:+.2f}",),
+                title=f"{Path(after.source).name}: accept len {before.accept_len.mean:.2f} → "
+                f"{after.accept_len.mean:.2f} ({d:+.2f}) against {Path(before.source).name}",
+                evidence=(
+                    f"before: {before.source}, mean accept len {before.accept_len.mean:.4f}",
+                    f"after: {after.source}, mean accept len {after.accept_len.mean:.4f}",
+                ),
                 engine=after.engine,
                 data={"before": before.source, "after": after.source},
             )

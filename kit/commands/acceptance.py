@@ -84,18 +84,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(runs: list[dict], findings: list) -> None:
-    from kit.console import make_console
-    from kit.findings import render_table
+    from kit.console import make_console, print_findings
 
     console = make_console()
     console.print(_runs_table(runs))
     for r in runs:
         for note in r["notes"]:  # possible readings, inferred settings, what was not read
             console.print(f"{Path(r['source']).name}: {note}", highlight=False)
-    if findings:
-        console.print(render_table(findings, "Acceptance findings"))
-    else:
-        console.print("Acceptance findings: no findings.")
+    print_findings(console, findings, "Acceptance findings")
 
 
 def _runs_table(runs: list[dict]):

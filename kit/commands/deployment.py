@@ -52,9 +52,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kit.console import make_console, print_findings
     from kit.deployment import check
     from kit.errors import KitError
-    from kit.findings import dumps, render_text
+    from kit.findings import dumps
 
     if args.launch is None and (args.draft is None or args.target_config is None):
         raise KitError("give --launch, or --draft and --target-config (the config rules)")
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         print(dumps(report.to_dict()))
         return gate(report.findings, args.fail_on)
     title = f"deployment: {report.facts.get('engine') or 'no release'}, root causes first"
-    print(render_text(report.findings, title=title))
+    print_findings(make_console(), report.findings, title)
     for rule, why in report.skipped.items():
         print(f"skipped {rule}: {why}")
     for fact, value in report.facts.items():

@@ -65,8 +65,7 @@ def _print_text(report) -> None:
 
     from kit.checkpoint import total_bytes
     from kit.config import DraftConfig
-    from kit.console import make_console
-    from kit.findings import render_table
+    from kit.console import make_console, print_findings
     from kit.inspection import module_of
 
     console = make_console()
@@ -128,7 +127,4 @@ def _print_text(report) -> None:
             f"[bold]target config[/]: {cfg.architecture} ({cfg.model_type}), "
             f"{cfg.num_hidden_layers} layers, hidden {cfg.hidden_size}, vocab {cfg.vocab_size}"
         )
-    if report.findings:
-        console.print(render_table(report.findings))
-    else:
-        console.print("[green]No findings.[/]")
+    print_findings(console, report.findings)

@@ -108,7 +108,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kit.findings import render_text
     from kit.organism import Options, fault_matrix, healthy, judge
     from kit.organism.target import load_target
 
@@ -152,8 +151,10 @@ def run(args: argparse.Namespace) -> int:
         key = "matrix" if args.matrix else "rows"
         print(json.dumps({key: [r.to_dict() for r in rows]}, indent=2))
     else:
+        from kit.console import make_console, print_findings
+
         _print(rows)
-        print(render_text(gated))
+        print_findings(make_console(), gated)
     return gate(gated, args.fail_on)
 
 

@@ -58,8 +58,7 @@ def run(args: argparse.Namespace) -> int:
 def _print(report) -> None:
     from rich.table import Table
 
-    from kit.console import make_console
-    from kit.findings import render_table
+    from kit.console import make_console, print_findings
 
     console = make_console()
     t = Table(title=f"{report.engine} {report.version or ''} at {report.url}", show_lines=True)
@@ -79,7 +78,4 @@ def _print(report) -> None:
         console.print(f"  {k}: {v}", highlight=False)
     for note in report.notes:
         console.print(f"note: {note}", highlight=False)
-    if report.findings:
-        console.print(render_table(report.findings, "Probe findings"))
-    else:
-        console.print("Probe findings: no findings.")
+    print_findings(console, report.findings, "Probe findings")

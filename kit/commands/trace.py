@@ -104,8 +104,7 @@ def run(args: argparse.Namespace) -> int:
 def _print_text(report) -> None:
     from rich.table import Table
 
-    from kit.console import make_console
-    from kit.findings import render_table
+    from kit.console import make_console, print_findings
 
     c = report.capture
     console = make_console()
@@ -139,7 +138,4 @@ def _print_text(report) -> None:
         if report.failed_step:
             table.add_row(f"[red]{report.failed_step}[/]", f"[red]fails: {report.error}[/]", "")
         console.print(table)
-    if report.findings:
-        console.print(render_table(report.findings))
-    else:
-        console.print("[green]No findings.[/]")
+    print_findings(console, report.findings)
