@@ -1,6 +1,6 @@
 """Write one tiny draft checkpoint + config.json per trainer layout into data/layouts/<name>/.
 
-Each mirrors what its trainer really writes (shared/reference/checkpoint-formats.md §1-2): key
+Each mirrors what its trainer really writes (docs/conventions.md#trainers-checkpoint-layouts): key
 names, which tensors are present (embed_tokens, d2t, t2d), dtypes, file kind and config
 spelling. Dimensions follow the speculators sample (hidden 32, vocab 64, draft vocab 16) so the
 repo stays small. Values are seeded and heavy-tailed so they do not look like a fresh init.

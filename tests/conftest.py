@@ -9,5 +9,5 @@ SAMPLE = DATA / "samples" / "speculators-0.9.0-tiny"
 
 @pytest.fixture
 def sample_dir() -> Path:
-    """The real speculators 0.9.0 trainer output (copied from the shared samples)."""
+    """The real speculators 0.9.0 trainer output, kept as the trainer wrote it."""
     return SAMPLE

@@ -53,7 +53,8 @@ def test_rule_tables_have_no_gaps():
 
 def test_each_engine_reads_its_own_place_when_a_config_has_both():
     """SGLang reads only eagle_config (0.5.23 spec_aux_hidden_state.py:185-196); vLLM ≥0.24
-    reads the top-level list first, eagle_config only when it is absent (vllm-eagle3.md §4)."""
+    reads the top-level list first, eagle_config only when it is absent (0.24.0
+    v1/worker/gpu_model_runner.py:5353-5381)."""
     d = flat_draft(ids=[1, 15, 28], eagle_aux_hidden_state_layer_ids=[3, 10, 20])
     assert simulate_capture(target(), d, "sglang==0.5.23").config_layer_ids == [1, 15, 28]
     assert simulate_capture(target(), d, "vllm==0.24.0").config_layer_ids == [3, 10, 20]

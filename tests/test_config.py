@@ -1,4 +1,7 @@
-"""Every trainer's config.json normalises to the same DraftConfig fields (checkpoint-formats.md §2)."""
+"""Every trainer's config.json normalises to the same DraftConfig fields.
+
+The layouts are described in docs/conventions.md#trainers-checkpoint-layouts.
+"""
 
 import json
 from pathlib import Path

@@ -88,8 +88,9 @@ def test_parameter_names_are_the_load_simulations(cfg, release, changes):
     "release", ["sglang==0.5.12", "sglang==0.5.23", "vllm==0.11.2", "vllm==0.33.0"]
 )
 def test_two_layer_names_match(cfg, release):
-    """SGLang ≥0.5.12 and vLLM ≥0.11.2 build `num_hidden_layers` draft layers (sglang-eagle3.md
-    §0 row 14; vllm-eagle3.md §2 "Layers"); vLLM ≥0.18 gives every layer a hidden_norm."""
+    """SGLang ≥0.5.12 (0.5.12 `models/llama_eagle3.py:180-186`, a `layers` ModuleList) and vLLM
+    ≥0.11.1 (vllm PR #26164; 0.11.1 `model_executor/models/llama_eagle3.py:155-165`) build
+    `num_hidden_layers` draft layers; every vLLM layer builds a hidden_norm (0.11.1 `:67`)."""
     c = variant(cfg, num_hidden_layers=2)
     want = {s.name for s in engine_params(c, release)}
     assert _names(build_draft(c, release=release), want) == want
@@ -125,7 +126,8 @@ def test_sglang_fc_gate_bypasses_fc_when_width_equals_hidden(cfg):
 
 
 def test_sglang_fc_with_a_wrong_width_fails_in_fc(cfg):
-    """SGLang §C: when the width is neither H nor K·Ht, the gate is taken and fc's matmul fails."""
+    """SGLang's fc gate (0.5.10 `models/llama_eagle3.py:176`): a width that is neither H nor K·Ht
+    takes the gate, and fc's matmul (`:138-142`) fails."""
     draft = build_draft(cfg, release="sglang==0.5.10")
     ids, aux = _inputs(cfg, 2 * cfg.hidden_size)
     with pytest.raises(RuntimeError):
@@ -149,7 +151,8 @@ def test_vllm_always_applies_fc_to_target_states(cfg):
 
 def test_vllm_use_aux_hidden_state_false_skips_fc_from_0_12(cfg):
     """vLLM ≥0.12 `combine_hidden_states` returns its input when
-    `eagle_config.use_aux_hidden_state` is False (vllm-eagle3.md §3)."""
+    `eagle_config.use_aux_hidden_state` is False (0.12.0
+    `model_executor/models/llama_eagle3.py:341`)."""
     c = variant(cfg, use_aux_hidden_state=False)
     ids, final = _inputs(cfg, cfg.hidden_size)
     build_draft(c, release="vllm==0.12.0")(ids, final)
@@ -158,8 +161,9 @@ def test_vllm_use_aux_hidden_state_false_skips_fc_from_0_12(cfg):
 
 
 def test_norm_before_residual_is_vllm_only(cfg):
-    """vLLM layer 0: residual = hidden_norm(h) when `norm_before_residual` (vllm-eagle3.md §3);
-    SGLang keeps the pre-norm h in every version (sglang-eagle3.md §H)."""
+    """vLLM layer 0: residual = hidden_norm(h) when `norm_before_residual` (0.11.1
+    `model_executor/models/llama_eagle3.py:69-72`); SGLang keeps the pre-norm h in every version
+    (0.5.12 `models/llama_eagle3.py:93-97`; no release reads the flag)."""
     assert cfg.norm_before_residual
     ids, aux = _inputs(cfg, 3 * cfg.hidden_size)
     h = cfg.hidden_size
@@ -188,8 +192,9 @@ def test_norm_output_carries_the_post_norm_hidden(cfg):
 
 
 def test_d2t_maps_draft_ids_to_target_ids(cfg, sample_dir):
-    """`target = i + d2t[i]` (checkpoint-formats.md §3; SGLang hot_token_id, 0.4.6.post1
-    eagle_worker.py:430); without the map draft ids are used as target ids."""
+    """`target = i + d2t[i]` (docs/conventions.md#vocabulary-maps-d2t-and-t2d; SGLang
+    hot_token_id, 0.4.6.post1 eagle_worker.py:430); without the map draft ids are used as target
+    ids."""
     ck = open_checkpoint(sample_dir)
     draft = build_draft(cfg, release="sglang==0.5.12")
     load_state(draft, ck, simulate_load(ck, cfg, "sglang==0.5.12"), target=_FakeTarget(cfg))
@@ -309,7 +314,7 @@ class _FakeTarget(torch.nn.Module):
 def test_healthy_load_copies_every_tensor(cfg, sample_dir):
     """sglang==0.5.12 loads the speculators layout whole (legacy map, 0.5.12
     llama_eagle3.py:306): q/k/v and gate/up land at their shard rows; the embedding is the
-    target's (eagle worker `set_embed`, sglang-eagle3.md §A.5)."""
+    target's (the EAGLE worker's `set_embed`, 0.4.6.post1 `models/llama.py:624-634`)."""
     ck = open_checkpoint(sample_dir)
     target = _FakeTarget(cfg)
     draft = build_draft(cfg, release="sglang==0.5.12")

@@ -1,6 +1,7 @@
 """Tracing the target -> draft hand-over through the reference draft module, CLI and figure.
 
-The incident (shared/reference/incident.md): Kimi-K2.5 (H = 7168, 61 layers) served by
+The incident (README.md; docs/engines.md#sglang-aux-capture-and-the-fc-gate): Kimi-K2.5
+(H = 7168, 61 layers) served by
 sglang 0.5.10 with the aux capture inactive handed the draft one 7168-wide state, and the fc
 gate `hidden_states.shape[-1] != embeds.shape[-1]` (0.5.10 models/llama_eagle3.py:176) skipped
 the fusion.
@@ -95,7 +96,8 @@ def test_incident_with_capture_runs_fc(kimi):
 
 def test_incident_sglang_059_cannot_start(kimi):
     """KimiK25ForConditionalGeneration has no set_eagle3_layers_to_capture before 0.5.10
-    (sglang-eagle3.md §E; 0.5.10 kimi_k25.py:841-850)."""
+    (0.5.9 adds models/kimi_k25.py without it; 0.5.10 models/kimi_k25.py:841-850 delegates to
+    the inner DeepSeek-V3 model)."""
     report = trace_draft(*kimi, "sglang==0.5.9")
     assert report.failed_step == "startup" and report.hooks == []
     assert "set_eagle3_layers_to_capture" in report.error

@@ -4,7 +4,8 @@ One package per engine (`kit.engines.sglang`, `kit.engines.vllm`, `kit.engines.l
 everything the kit knows about that engine as version-ranged rows citing the engine's source; each package lists the
 releases it was read in (`RELEASES`). `parse_engine("sglang==0.5.10")` gives an `EngineRelease`,
 and `pick(rows, release)` returns the row in force. Supporting a new release is adding a row;
-supporting a new engine is adding a package and naming it in `ENGINES`.
+supporting a new engine is adding a package and naming it in `ENGINES`. `docs/engines.md` tells
+each engine's rules in prose, with the same sources.
 """
 
 from __future__ import annotations

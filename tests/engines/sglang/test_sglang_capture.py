@@ -34,7 +34,8 @@ def test_sglang_default_ids_are_inputs_of_layers_2_half_and_minus_3():
 
 def test_sglang_up_to_048_does_not_read_ids():
     """sglang 0.4.4.post2–0.4.8 never read eagle_config ids: 0.4.6.post1
-    model_executor/model_runner.py:227-229 passes none; sglang-eagle3.md §D table row 1."""
+    model_executor/model_runner.py:227-229 passes none
+    (docs/engines.md#sglang-aux-capture-and-the-fc-gate)."""
     draft = flat_draft(ids=[3, 10, 20])
     r = simulate_capture(target(), draft, "sglang==0.4.8")
     assert r.config_layer_ids is None and r.captured_layers == [2, 16, 29]
@@ -152,7 +153,7 @@ def test_use_aux_hidden_state_false_switches_capture_off_from_058():
 
 def test_aux_off_with_a_wider_target_crashes_in_fc():
     """With Ht != H the gate is true and fc (3·Ht inputs) gets one Ht-wide state:
-    sglang-eagle3.md §C last paragraph (0.5.10 llama_eagle3.py:176, fc :138)."""
+    0.5.10 models/llama_eagle3.py:176 (the gate) and :138-142 (fc)."""
     d = flat_draft(hidden=2048, target_hidden=4096, use_aux=False)
     r = simulate_capture(target(hidden=4096), d, "sglang==0.5.10")
     assert r.hidden_width == 4096 and r.fc_applied and r.fc_in_features == 3 * 4096
@@ -188,7 +189,7 @@ def test_cuda_graph_replays_default_layers_04_9_to_0_5_10():
 def test_target_class_without_set_eagle3_layers_to_capture(cls, missing, present):
     """DeepSeek gained the hook in 0.5.5 (deepseek_v2.py:3822), Kimi-K2.5 in 0.5.10
     (kimi_k25.py:841-850); before, the runner's plain call raises AttributeError at start-up
-    (0.5.10 model_executor/model_runner.py:667-670; sglang-eagle3.md §E)."""
+    (0.5.10 model_executor/model_runner.py:667-670)."""
     t = target(n=61, hidden=7168, arch=cls, model_type="deepseek_v3")
     d = flat_draft(hidden=7168)
     r = simulate_capture(t, d, missing)
@@ -220,7 +221,7 @@ def test_no_start_up_error_when_capture_is_off():
 
 
 def test_kimi_k25_is_not_an_sglang_architecture_before_059():
-    """kimi_k25.py first appears in sglang 0.5.9 (sglang-eagle3.md §E)."""
+    """models/kimi_k25.py first appears in the sglang 0.5.9 wheel (0.5.8 has none)."""
     r = simulate_capture(load_target_config(KIMI / "target"), load_draft_config(KIMI / "draft"),
                          "sglang==0.5.8")  # fmt: skip
     assert "not an SGLang architecture before 0.5.9" in r.startup_error
@@ -238,7 +239,8 @@ def test_fc_width_follows_the_aux_count_from_0512():
 
 
 def test_unknown_target_class_is_assumed_and_said():
-    """The kit's class table is partial (0.5.23 has 70 capture classes, sglang-eagle3.md §D)."""
+    """The kit's class table is partial (about 70 classes implement set_eagle3_layers_to_capture
+    in 0.5.23; docs/engines.md#sglang-aux-capture-and-the-fc-gate)."""
     r = simulate_capture(target(arch="SomeNewForCausalLM"), flat_draft(), "sglang==0.5.23")
     assert (
         r.feeds == Feed.AUX_CONCAT and codes(r)["AUX_CAPTURE_UNVERIFIED"].severity == Severity.INFO

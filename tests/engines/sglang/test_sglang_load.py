@@ -180,7 +180,8 @@ def test_modelopt_midlayer_indexed_dropped_by_legacy_map(tmp_path):
 
 
 def test_modelopt_layers_two_layer_shapes_0_5_12():
-    """sglang 0.5.12 builds `model.layers.{i}` (:180); layer ≥1 attends over H, not 2H (§B)."""
+    """sglang 0.5.12 builds `model.layers.{i}` (:180); layer ≥1 attends over H, not 2H (0.5.12
+    `models/llama_eagle3.py:56-57`)."""
     report = sim((DATA / "layouts" / "modelopt-layers"), "sglang==0.5.12")
     q1 = report.outcome("layers.1.self_attn.q_proj.weight")
     assert q1.outcome == "loaded" and q1.param == "model.layers.1.self_attn.qkv_proj.weight"
@@ -203,7 +204,8 @@ def test_model_prefixed_keys_per_era(tmp_path):
 
 def test_fc_bias_dropped_without_config_bias(tmp_path):
     """sglang ≥0.4.9 builds fc with `bias=config.bias` (0.4.10 `llama_eagle3.py:124`): an
-    `fc.bias` tensor without `"bias": true` is dropped silently (§H)."""
+    `fc.bias` tensor without `"bias": true` is dropped silently (the loader keeps no record of
+    names it cannot place: 0.4.10 `llama_eagle3.py:202-243`)."""
     keys = specforge() | {"fc.bias": (32,)}
     report = sim(write(tmp_path / "b", keys, FLAT), "sglang==0.5.10")
     assert report.outcome("fc.bias").outcome == "dropped_silently"
@@ -267,7 +269,8 @@ def test_shape_mismatch_fails_like_the_weight_loader(tmp_path):
 
 
 def test_vocab_padding_and_fc_width_from_eagle_config():
-    """§B: embed [pad64(V), H]; ≥0.5.12 fc in-width = len(eagle_config ids)·Ht (`:160`)."""
+    """embed [pad64(V), H] (0.5.10 `layers/vocab_parallel_embedding.py:43,52-54`); ≥0.5.12 fc
+    in-width = len(eagle_config ids)·Ht (0.5.12 `models/llama_eagle3.py:154-165`)."""
     from kit.config import parse_draft_config
 
     cfg = parse_draft_config(
@@ -292,7 +295,8 @@ def test_input_norm_only_from_0_5_17(tmp_path):
 
 def test_mla_draft(tmp_path):
     """`Eagle3DeepseekV2ForCausalLM` exists from 0.5.12 (`kimi_k25_eagle3.py:377-450`): it maps
-    `^layers.0.` → `midlayer.` and warns "Eagle3 MLA: skipping unexpected weight" (§A.4)."""
+    `^layers.0.` → `midlayer.` (`:397`) and warns "Eagle3 MLA: skipping unexpected weight"
+    (`:444`)."""
     cfg = FLAT | {"architectures": ["Eagle3DeepseekV2ForCausalLM"], "q_lora_rank": 16,
                   "kv_lora_rank": 8, "qk_nope_head_dim": 4, "qk_rope_head_dim": 4, "v_head_dim": 8}  # fmt: skip
     keys = {"layers.0.self_attn.q_a_proj.weight": (16, 64), "layers.0.mlp.up_proj.weight": (64, 32),
@@ -315,7 +319,8 @@ def test_version_outside_range_names_it(sample_dir):
 
 
 def test_llama4_mlp_width_from_0_4_9():
-    """0.4.9 rebuilt the draft MLP with `intermediate_size_mlp` for `llama4_text` (§0 #2)."""
+    """0.4.9 rebuilt the draft MLP with `intermediate_size_mlp` for `llama4_text` (absent from
+    0.4.8 `models/llama_eagle3.py`; 0.5.10 `:64-67`)."""
     from kit.config import parse_draft_config
 
     cfg = parse_draft_config(FLAT | {"model_type": "llama4_text", "intermediate_size_mlp": 48})

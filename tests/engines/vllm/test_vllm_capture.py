@@ -16,8 +16,9 @@ from kit.findings import Severity
 
 
 def test_vllm_ignores_ids_up_to_0110_reads_top_level_from_0112():
-    """vllm 0.9.2–0.11.0 never read the draft's ids; 0.11.2+ read the top-level list verbatim
-    as "state after k layers" (v1/worker/gpu_model_runner.py load_model; vllm-eagle3.md §4)."""
+    """vllm 0.9.2–0.11.0 never read the draft's ids; from 0.11.1 (pinned here at 0.11.2) the
+    top-level list is read verbatim as "state after k layers" (0.11.1
+    v1/worker/gpu_model_runner.py:3395-3420; vllm PR #25961)."""
     t, d = target(n=32, hidden=32), sample_draft([3, 10, 20])
     old = simulate_capture(t, d, "vllm==0.11.0")
     assert old.captured_layers == [2, 16, 29] and "AUX_IDS_IGNORED" in codes(old)
@@ -27,7 +28,8 @@ def test_vllm_ignores_ids_up_to_0110_reads_top_level_from_0112():
 
 
 def test_vllm_reads_eagle_config_ids_verbatim_from_024():
-    """eagle_config ids: absent in 0.18.0, read verbatim from 0.24.0 (vllm-eagle3.md §4), so a
+    """eagle_config ids: absent in 0.18.0, read verbatim from 0.24.0 (0.24.0
+    v1/worker/gpu_model_runner.py:5353-5381), so a
     SpecForge list (output of layer k) is captured one layer early (vllm PR #43671)."""
     d = flat_draft(ids=[1, 15, 28])
     ignored = simulate_capture(target(), d, "vllm==0.18.0")
@@ -50,7 +52,7 @@ def test_vllm_always_applies_fc():
 
 def test_vllm_use_aux_hidden_state_false_skips_fc_from_012():
     """combine_hidden_states returns its input when eagle_config.use_aux_hidden_state is False
-    (0.12+, vllm-eagle3.md §3); 0.11.0 ignores the flag."""
+    (0.12.0 model_executor/models/llama_eagle3.py:341); 0.11.0 ignores the flag."""
     d = flat_draft(use_aux=False)
     assert simulate_capture(target(), d, "vllm==0.11.0").fc_applied
     r = simulate_capture(target(), d, "vllm==0.12.0")
@@ -75,8 +77,9 @@ def test_vllm_state_n_is_capturable_from_018():
     ],
 )
 def test_vllm_supported_targets_per_release(arch, model_type, first, before):
-    """EAGLE-3 capable target modules per release (vllm-eagle3.md §4: qwen3 0.10.1.1,
-    qwen3_moe 0.11.2, kimi_k25 0.18) plus the model_type allow-list up to 0.14 (§1.4)."""
+    """EAGLE-3 capable target modules per release (`SupportsEagle3`: qwen3 0.10.1.1, qwen3_moe
+    0.11.1 (0.11.1 models/qwen3_moe.py:630,713), kimi_k25 0.18) plus the model_type allow-list up
+    to 0.14 (docs/engines.md#vllm-aux-capture-and-the-fc-gate)."""
     t = (
         load_target_config(KIMI / "target")
         if arch.startswith("Kimi")
@@ -90,7 +93,7 @@ def test_vllm_supported_targets_per_release(arch, model_type, first, before):
 
 def test_vllm_allow_list_reads_the_text_config_model_type():
     """0.11.0–0.14.0 match eagle3 targets on hf_text_config.model_type ("deepseek_v3" for
-    Kimi-K2.5, not "kimi_k25"): vllm-eagle3.md §1.4."""
+    Kimi-K2.5, not "kimi_k25"): 0.11.1 vllm/config/speculative.py:621-631."""
     r = simulate_capture(
         load_target_config(KIMI / "target"), load_draft_config(KIMI / "draft"), "vllm==0.11.0"
     )

@@ -1,4 +1,4 @@
-"""vLLM load-weights replay, pinned release by release (shared/reference/vllm-eagle3.md §1, §2, §6).
+"""vLLM load-weights replay, pinned release by release (docs/engines.md#vllm-keys-and-loading).
 
 Each test names the vLLM release and the wheel file (and function) whose behaviour it
 reproduces. Layouts are written as real safetensors files in `tmp_path`.
@@ -34,7 +34,7 @@ def speculators_config(**top) -> dict:
 
 def test_sample_loads_everywhere_but_0_9_2_rejects_the_config():
     """0.9.2 has no speculators config support (`transformers_utils/config.py`, Unrecognized
-    model, §6); from 0.10 `configs/speculators/base.py` reads it. The loader
+    model); from 0.10.1.1 `configs/speculators/base.py` reads it. The loader
     (`llama_eagle3.py` load_weights) takes `layers.0.*` with the `model.` prefix everywhere."""
     old = sim(SAMPLE, "vllm==0.9.2")
     assert old.refusal is not None and {k.outcome for k in old.keys} == {"error"}
@@ -61,7 +61,8 @@ def test_embed_sharing_by_release():
 
 def test_specforge_arch_needs_0_11(tmp_path):
     """`LlamaForCausalLMEagle3` is registered from 0.11.0 (`models/registry.py`); 0.9.2 even
-    prefixes it to `Eagle3LlamaForCausalLMEagle3` (§1.2)."""
+    prefixes it to `Eagle3LlamaForCausalLMEagle3` (0.9.2
+    `transformers_utils/configs/eagle.py:59-63`)."""
     folder = write(tmp_path / "sf", keys_of(), FLAT)
     r092 = sim(folder, "vllm==0.9.2")
     f = next(f for f in r092.findings if f.code == "UNSUPPORTED_CONFIG")
@@ -95,7 +96,8 @@ def test_model_prefix_is_an_error(tmp_path):
 
 
 def test_modelopt_midlayer_indexed_is_an_error():
-    """ModelOpt `midlayer.0.*` → `layers.0.0.*` (§2): KeyError in 0.11.0."""
+    """ModelOpt `midlayer.0.*` → `layers.0.0.*` (0.11.0 `llama_eagle3.py:176-177`): KeyError in
+    0.11.0."""
     r = sim(LAYOUTS / "modelopt-midlayer", "vllm==0.11.0")
     assert r.outcome("midlayer.0.self_attn.o_proj.weight").message == (
         "KeyError: 'model.layers.0.0.self_attn.o_proj.weight'"
@@ -120,7 +122,8 @@ def test_modelopt_layers_multi_layer_from_0_11_1():
 
 
 def test_extra_top_level_key_is_an_error(tmp_path):
-    """Any unknown key (e.g. `verifier_lm_head.weight`) fails start-up in every release (§2)."""
+    """Any unknown key (e.g. `verifier_lm_head.weight`) fails start-up in every release (0.11.0
+    `llama_eagle3.py:182,187` params_dict[name]; 0.33.0 `models/utils.py:443`)."""
     folder = write(tmp_path / "v", keys_of() | {"verifier_lm_head.weight": (64, 32)}, FLAT)
     for engine in ("vllm==0.11.0", "vllm==0.24.0", "vllm==0.33.0"):
         r = sim(folder, engine)
@@ -138,7 +141,8 @@ def test_missing_d2t_is_silent_identity(tmp_path):
 
 
 def test_full_vocab_identity_d2t_fails_in_0_33(tmp_path):
-    """0.33 builds draft_id_to_target_id only when draft_vocab_size != vocab (§2), so a
+    """0.33 builds draft_id_to_target_id only when draft_vocab_size != vocab (0.33.0
+    `llama_eagle3.py:339-345`), so a
     SpecForge full-vocab draft that ships d2t fails; 0.28 loads it."""
     keys = keys_of() | {"lm_head.weight": (64, 32), "d2t": (64,)}
     folder = write(tmp_path / "fv", keys, FLAT | {"draft_vocab_size": 64})
@@ -152,7 +156,8 @@ def test_full_vocab_identity_d2t_fails_in_0_33(tmp_path):
 def test_input_norm_discarded_in_0_18(tmp_path):
     """0.18 does not copy `norm_before_fc` from a speculators config (`configs/speculators/
     algos.py` update_eagle3) and skips `input_norm.` (skip_substrs) ⇒ the trained weight is
-    discarded (§6); 0.24 copies it and loads `model.input_norm.weight`."""
+    discarded (0.18.0 `llama_eagle3.py:417-418`; vllm PR #38111); 0.24 copies it and loads
+    `model.input_norm.weight`."""
     keys = {k: t.shape for k, t in open_checkpoint(SAMPLE).tensors.items()}
     keys["input_norm.weight"] = (96,)
     folder = write(tmp_path / "inorm", keys, speculators_config(norm_before_fc=True))
@@ -165,7 +170,8 @@ def test_input_norm_discarded_in_0_18(tmp_path):
 
 def test_four_aux_layers_fc_shape_error(tmp_path):
     """A speculators draft with 4 aux layers: fc is sized from eagle_config ids or 3, never the
-    top-level ids ⇒ fc.weight shape error (§6; weight loader assert)."""
+    top-level ids ⇒ fc.weight shape error (0.14.0 `model_loader/weight_utils.py:976-988`
+    assert)."""
     keys = {k: t.shape for k, t in open_checkpoint(SAMPLE).tensors.items()}
     keys["fc.weight"] = (32, 128)
     cfg = speculators_config(eagle_aux_hidden_state_layer_ids=[2, 8, 16, 29])
@@ -177,14 +183,15 @@ def test_four_aux_layers_fc_shape_error(tmp_path):
 
 def test_fc_bias_keyerror_then_ignored(tmp_path):
     """`fc.bias` (model has none): KeyError up to 0.24 (`params_dict[name]`); 0.33 ignores
-    unexpected `.bias` (`models/utils.py` AutoWeightsLoader, §6)."""
+    unexpected `.bias` (0.33.0 `models/utils.py:458` AutoWeightsLoader)."""
     folder = write(tmp_path / "b", keys_of() | {"fc.bias": (32,)}, FLAT)
     assert sim(folder, "vllm==0.24.0").outcome("fc.bias").message == "KeyError: 'model.fc.bias'"
     assert sim(folder, "vllm==0.33.0").outcome("fc.bias").outcome == "ignored"
 
 
 def test_fc_skipped_without_aux(tmp_path):
-    """`eagle_config.use_aux_hidden_state: false` adds `fc.` to the skip set from 0.12 (§2)."""
+    """`eagle_config.use_aux_hidden_state: false` adds `fc.` to the skip set from 0.12 (0.12.0
+    `llama_eagle3.py:368-369`)."""
     cfg = FLAT | {"eagle_config": {"use_aux_hidden_state": False}}
     folder = write(tmp_path / "noaux", keys_of(), cfg)
     assert sim(folder, "vllm==0.12.0").outcome("fc.weight").outcome == "ignored"
