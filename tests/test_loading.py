@@ -76,14 +76,14 @@ def test_matrix_groups_releases(sample_dir):
 
 
 def test_matrix_over_every_engine(sample_dir):
-    """`--engine all`: which engines and releases load this draft as trained (vLLM from 0.10
-    reads the speculators config as saved)."""
+    """`--engine all`: which engines and releases load this draft as trained (vLLM from 0.10.1.1,
+    whose transformers_utils/configs/speculators/ reads the config as saved)."""
     out = run_kit("simulate", str(sample_dir), "--engine", "all", "--json")
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)["matrix"]
     assert {r["engine"] for r in rows} == set(ENGINES)
     clean = [r for r in rows if r["engine"] == "vllm" and r["outcome"] == "loads fully"]
-    assert clean and clean[0]["first"] == "0.10.0"
+    assert clean and clean[0]["first"] == "0.10.1.1"
 
 
 def test_text_report_names_outcomes(sample_dir):

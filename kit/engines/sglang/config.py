@@ -84,6 +84,19 @@ MLA: list[Row[str | None]] = [
     Row(VersionRange("0.5.23"), "mla", W + "models/kimi_k25_eagle3.py:243,428-501 (0.5.23)"),
 ]  # fmt: skip
 
+# A flat config naming a target class (the EAGLE reference trainer writes `LlamaForCausalLM`): no
+# draft rename for it (0.5.10 configs/model_config.py:293-360 renames other architectures only),
+# so the registry builds the target's class, and the EAGLE worker then asks it for the draft's
+# hot-token map, which only `LlamaForCausalLMEagle3` has.
+TARGET_CLASS_AS_DRAFT: list[Row[str]] = [
+    Row(VersionRange("0.4.4.post2", "0.4.9"), "get_hot_token_id",
+        W + "speculative/eagle_worker.py:122 model.get_hot_token_id() (0.4.4.post2)"),
+    Row(VersionRange("0.4.9", "0.5.4"), "hot_token_id",
+        W + "speculative/eagle_worker.py:143 model.hot_token_id (0.4.9)"),
+    Row(VersionRange("0.5.4"), "hot_token_id",
+        W + "speculative/eagle_worker_v2.py:213 model.hot_token_id (0.5.10)"),
+]  # fmt: skip
+
 CONFIG_FIX = (
     "rewrite config.json in SGLang's form: architectures [LlamaForCausalLMEagle3], the fields of "
     "transformer_layer_config at top level, draft_vocab_size, aux ids in eagle_config "
@@ -107,7 +120,25 @@ def refuses_config(cfg: DraftConfig, release: EngineRelease) -> Refusal | None:
     if is_mla(cfg) and pick(MLA, release).value is None:
         row = pick(MLA, release)
         return Refusal(f"Model architectures ['{MLA_ARCH}'] are not supported", row.source)
+    arch = cfg.architectures[0] if cfg.architectures else ARCH
+    if arch not in (ARCH, MLA_ARCH):
+        return _not_a_draft_class(arch, release)
     return None
+
+
+def _not_a_draft_class(arch: str, release: EngineRelease) -> Refusal:
+    """A flat config naming a class SGLang does not register as an EAGLE-3 draft."""
+    if "Eagle3" in arch:  # no such class at all: the registry refuses it
+        return Refusal(
+            f"Model architectures ['{arch}'] are not supported (SGLang's draft is {ARCH})",
+            W + f"models/registry.py: EntryClass [{ARCH}] in models/llama_eagle3.py",
+        )
+    row = pick(TARGET_CLASS_AS_DRAFT, release)
+    return Refusal(
+        f"SGLang builds its target class {arch} for the draft, which has no {row.value}: "
+        f"AttributeError at start-up (the draft class is {ARCH})",
+        row.source,
+    )
 
 
 def constructor_failure(cfg: DraftConfig, release: EngineRelease) -> Refusal | None:
@@ -179,7 +210,11 @@ def rewritten_config(cfg: DraftConfig, release: EngineRelease) -> tuple[dict[str
     """
     raw = json.loads(json.dumps(cfg.raw))
     if cfg.source != "speculators":
-        return raw, []
+        arch = (raw.get("architectures") or [ARCH])[0]
+        if arch in (ARCH, MLA_ARCH):
+            return raw, []
+        raw["architectures"] = [ARCH]
+        return raw, [f"architectures [{arch}] -> [{ARCH}] (SGLang's EAGLE-3 draft class)"]
     new = flatten_speculators(raw, ARCH)
     changes = [f"architectures -> [{ARCH}], transformer_layer_config flattened to top level"]
     ids = cfg.aux_layer_ids

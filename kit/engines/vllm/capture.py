@@ -93,8 +93,9 @@ ARCH_MODULE: dict[str, str] = {
 
 # Config-level allow-list (substring of the text config's model_type); gone by 0.18.
 TARGET_ALLOW: list[Row[tuple[str, ...] | None]] = [
-    Row(VersionRange("0.9.2", "0.10.0"), ("llama",), "0.9.2 vllm/config.py:2906-2912"),
-    Row(VersionRange("0.10.0", "0.11.0"), ("llama", "qwen"),
+    Row(VersionRange("0.9.2", "0.10.1.1"), ("llama",),
+        "0.9.2 vllm/config.py:2906-2912; 0.10.0 :3027-3031"),
+    Row(VersionRange("0.10.1.1", "0.11.0"), ("llama", "qwen"),
         "0.10.1.1 vllm/config/__init__.py:2347-2353"),
     Row(VersionRange("0.11.0", "0.18.0"), ("llama", "qwen", "minicpm", "gpt_oss"),
         "0.11.1 vllm/config/speculative.py:621-631; 0.14.0 :633-643"),

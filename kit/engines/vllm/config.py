@@ -22,9 +22,10 @@ ALGOS = "vllm/transformers_utils/configs/speculators/algos.py"
 
 # Speculators configs (`speculators_model_type`) are understood from 0.10.
 SPECULATORS_CONFIG: list[Row[bool]] = [
-    Row(VersionRange("0.9.2", "0.10.0"), False,
-        "vllm/transformers_utils/config.py get_config: no speculators config class (0.9.2)"),
-    Row(VersionRange("0.10.0"), True, "vllm/transformers_utils/configs/speculators/base.py (0.10.0)"),
+    Row(VersionRange("0.9.2", "0.10.1.1"), False,
+        "vllm/transformers_utils/configs/: no speculators package (0.9.2, 0.10.0)"),
+    Row(VersionRange("0.10.1.1"), True,
+        "vllm/transformers_utils/configs/speculators/base.py (0.10.1.1)"),
 ]  # fmt: skip
 
 # `LlamaForCausalLMEagle3` (SpecForge / ModelOpt) is registered from 0.11.0; 0.9.2 also prefixes

@@ -6,6 +6,8 @@ Layouts are written as real safetensors files in `tmp_path`.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from tiny_layouts import DATA, FLAT, LAYER, sim, speculators_multilayer, write
 
@@ -153,12 +155,47 @@ def test_specforge_layout_loads_in_every_era(tmp_path, engine):
     assert report.refusal is None and not report.crashed
 
 
-def test_eagle_official_bin_replays(tmp_path):
-    """EAGLE official (`pytorch_model.bin`, LlamaForCausalLM, midlayer.*) loads in 0.5.10
-    (`llama_eagle3.py:243`); the .bin is opened with weights_only."""
-    report = sim((DATA / "layouts" / "eagle-official"), "sglang==0.5.10")
-    assert not report.with_outcome("dropped_silently") and not report.crashed
-    assert report.param("model.midlayer.self_attn.qkv_proj.weight").state == "loaded"
+@pytest.mark.parametrize(
+    ("engine", "missing"),
+    [("sglang==0.4.8", "get_hot_token_id"), ("sglang==0.4.9", "hot_token_id"),
+     ("sglang==0.5.10", "hot_token_id"), ("sglang==0.5.23", "hot_token_id")],
+)  # fmt: skip
+def test_eagle_official_config_names_the_target_class(engine, missing):
+    """The EAGLE reference config says `LlamaForCausalLM`: SGLang has no draft rename for it
+    (0.5.10 configs/model_config.py:293-360), builds its target class, and the EAGLE worker asks
+    it for the draft's hot-token map: 0.4.4.post2 speculative/eagle_worker.py:122
+    `get_hot_token_id()`, 0.4.9 :143 and 0.5.10 eagle_worker_v2.py:213 `.hot_token_id`.
+    Rewritten to `LlamaForCausalLMEagle3`, the `pytorch_model.bin` (opened with weights_only)
+    loads every tensor (`llama_eagle3.py:243`)."""
+    report = sim((DATA / "layouts" / "eagle-official"), engine)
+    assert report.refusal is not None and f"no {missing}:" in report.refusal.message
+    assert {k.outcome for k in report.keys} == {"error"}
+    assert report.findings[0].code == "UNSUPPORTED_CONFIG"
+    assert report.config_changes == [
+        "architectures [LlamaForCausalLM] -> [LlamaForCausalLMEagle3] (SGLang's EAGLE-3 draft class)"
+    ]
+    fixed = report.rewritten
+    assert fixed.loads_cleanly and not fixed.with_outcome("dropped_silently")
+    qkv = [p for p in fixed.params if p.name.endswith("self_attn.qkv_proj.weight")]
+    assert [p.state for p in qkv] == ["loaded"]
+
+
+def test_unknown_eagle3_class_is_refused_by_the_registry(tmp_path):
+    """vLLM's draft name `Eagle3LlamaForCausalLM` is no SGLang class (models/registry.py: the
+    only EAGLE-3 EntryClass is `LlamaForCausalLMEagle3`, models/llama_eagle3.py:290 in 0.5.10)."""
+    src = DATA / "layouts" / "eagle-official"
+    folder = tmp_path / "draft"
+    folder.mkdir()
+    raw = json.loads((src / "config.json").read_text()) | {
+        "architectures": ["Eagle3LlamaForCausalLM"]
+    }
+    (folder / "config.json").write_text(json.dumps(raw))
+    (folder / "pytorch_model.bin").symlink_to(src / "pytorch_model.bin")
+    report = sim(folder, "sglang==0.5.10")
+    assert (
+        "Model architectures ['Eagle3LlamaForCausalLM'] are not supported" in report.refusal.message
+    )
+    assert report.rewritten.loads_cleanly
 
 
 def test_modelopt_two_layers_before_0_5_12_is_a_value_error(tmp_path):

@@ -91,6 +91,16 @@ def test_vllm_supported_targets_per_release(arch, model_type, first, before):
     assert r.startup_error and "AUX_CAPTURE_UNSUPPORTED" in codes(r)
 
 
+def test_vllm_0_10_0_allows_llama_targets_only():
+    """0.10.0 vllm/config.py:3027-3031 raises "Eagle3 is only supported for Llama models" for any
+    other text model_type; qwen joins the list in 0.10.1.1 (vllm/config/__init__.py:2347-2353)."""
+    d = flat_draft(hidden=4096)
+    qwen = target(arch="Qwen3ForCausalLM", model_type="qwen3")
+    refused = simulate_capture(qwen, d, "vllm==0.10.0")
+    assert "'qwen3'" in refused.startup_error and "allowed: llama)" in refused.startup_error
+    assert simulate_capture(qwen, d, "vllm==0.10.1.1").startup_error is None
+
+
 def test_vllm_allow_list_reads_the_text_config_model_type():
     """0.11.0–0.14.0 match eagle3 targets on hf_text_config.model_type ("deepseek_v3" for
     Kimi-K2.5, not "kimi_k25"): 0.11.1 vllm/config/speculative.py:621-631."""

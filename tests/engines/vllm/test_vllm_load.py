@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from tiny_layouts import DATA, FLAT, LAYER, sim, write
 
 from kit.checkpoint import open_checkpoint
@@ -32,15 +33,20 @@ def speculators_config(**top) -> dict:
     return raw
 
 
-def test_sample_loads_everywhere_but_0_9_2_rejects_the_config():
-    """0.9.2 has no speculators config support (`transformers_utils/config.py`, Unrecognized
-    model); from 0.10.1.1 `configs/speculators/base.py` reads it. The loader
-    (`llama_eagle3.py` load_weights) takes `layers.0.*` with the `model.` prefix everywhere."""
-    old = sim(SAMPLE, "vllm==0.9.2")
+@pytest.mark.parametrize("engine", ["vllm==0.9.2", "vllm==0.10.0"])
+def test_sample_loads_everywhere_but_before_0_10_1_1_the_config_is_refused(engine):
+    """0.9.2 and 0.10.0 have no speculators config support (no
+    `transformers_utils/configs/speculators/` package in either sdist: Unrecognized model); from
+    0.10.1.1 `configs/speculators/base.py` reads it. The loader (`llama_eagle3.py` load_weights)
+    takes `layers.0.*` with the `model.` prefix everywhere."""
+    old = sim(SAMPLE, engine)
     assert old.refusal is not None and {k.outcome for k in old.keys} == {"error"}
     assert old.findings[0].code == "UNSUPPORTED_CONFIG" and old.findings[0].root_cause
-    # once rewritten as a flat LlamaForCausalLM config, 0.9.2 loads every tensor
+    # once rewritten as a flat LlamaForCausalLM config, the release loads every tensor
     assert old.rewritten.loads_cleanly
+
+
+def test_sample_loads_from_0_10_1_1():
     for engine in ("vllm==0.10.1.1", "vllm==0.11.0", "vllm==0.33.0"):
         report = sim(SAMPLE, engine)
         assert report.refusal is None and not report.crashed
