@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html as _html
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -148,6 +149,14 @@ def escape(value: Any) -> str:
     return _html.escape(str(value))
 
 
+_BACKTICKS = re.compile(r"`([^`]+)`")
+
+
+def prose(text: str) -> str:
+    """A finding's text made safe for HTML, its `backticked` commands and names as code."""
+    return _BACKTICKS.sub(r"<code>\1</code>", escape(text))
+
+
 def _value(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
@@ -199,16 +208,16 @@ def findings_html(findings: Sequence[Finding]) -> str:
         return '<p class="no-findings">No findings.</p>'
     rows = []
     for f in ranked(findings):
-        evidence = "".join(f"<li>{escape(x)}</li>" for x in f.evidence)
+        evidence = "".join(f"<li>{prose(x)}</li>" for x in f.evidence)
         source = f"<div class=cite>{cite(f)}</div>" if f.engine or f.source else ""
         root = "<br><b>root cause</b>" if f.root_cause else ""
-        title = f"<code>{escape(f.code)}</code> <b>{escape(f.title)}</b>"
+        title = f"<code>{escape(f.code)}</code> <b>{prose(f.title)}</b>"
         finding = f"{title}<ul>{evidence}</ul>{source}"
         rows.append(
             f'<tr class="sev-{f.severity.name.lower()}">'
             + _td("severity", f"{escape(severity_label(f))}{root}", "sev")
             + _td("finding", finding)
-            + _td("fix", escape(f.fix), "fix" if f.fix else "")
+            + _td("fix", prose(f.fix), "fix" if f.fix else "")
             + "</tr>"
         )
     head = "".join(_th(label, style) for label, style in _FINDING_COLUMNS)
@@ -220,13 +229,13 @@ def findings_html(findings: Sequence[Finding]) -> str:
 
 def cause_html(f: Finding, max_evidence: int = MAX_EVIDENCE) -> str:
     """A root cause in full: title and code, severity and source, evidence, and the fix."""
-    evidence = "".join(f"<li>{escape(x)}</li>" for x in f.evidence[:max_evidence])
+    evidence = "".join(f"<li>{prose(x)}</li>" for x in f.evidence[:max_evidence])
     if len(f.evidence) > max_evidence:
         evidence += f"<li>… {len(f.evidence) - max_evidence} more in the step's findings</li>"
     meta = " · ".join(x for x in (escape(severity_label(f)), cite(f)) if x)
-    fix = f"<div class=fix><b>Fix:</b> {escape(f.fix)}</div>" if f.fix else ""
+    fix = f"<div class=fix><b>Fix:</b> {prose(f.fix)}</div>" if f.fix else ""
     return (
-        f'<div class="cause"><h3>{escape(f.title)} <code>{escape(f.code)}</code></h3>'
+        f'<div class="cause"><h3>{prose(f.title)} <code>{escape(f.code)}</code></h3>'
         f"<p class=meta>{meta}</p><ul>{evidence}</ul>{fix}</div>"
     )
 

@@ -35,7 +35,7 @@ from kit.config import load_draft_config
 from kit.engines import ENGINES
 from kit.loading import release_matrix, simulate_load
 from kit.notebook import setup
-from kit.plots.loading import key_fates_figure, release_matrix_figure
+from kit.plots.loading import key_fates_figure, release_matrix_figure, release_matrix_rows
 from kit.plots.tables import findings_table, table
 from kit.record import record
 
@@ -124,12 +124,12 @@ record("findings", findings)
 
 # %%
 rows = release_matrix(ck, cfg, list(ENGINES))
-matrix = [r.to_dict() for r in rows]
 fig = release_matrix_figure(rows)
 fig.show()
 record("fig:across releases", fig)
-record("table:across releases", matrix)
-display(table(matrix, "Every engine release"))
+record("release matrix", [r.to_dict() for r in rows])
+record("table:across releases", release_matrix_rows(rows))
+display(table(release_matrix_rows(rows), "Every engine release"))
 
 # %% [markdown]
 # ## Explore (interactive only): pick another release

@@ -144,3 +144,17 @@ def test_the_import_graph_sees_the_imports():
     runbook = _imports(ast.parse(modules["kit.runbook"].read_text()), modules)
     page = _imports(ast.parse(modules["kit.postmortem"].read_text()), modules)
     assert "kit.postmortem" in runbook and "kit.runs" in page and "kit.runbook" not in page
+
+
+def test_backticked_names_in_findings_render_as_code_and_stay_escaped():
+    f = Finding(
+        code="X",
+        severity=Severity.WARNING,
+        title="run `python -m kit trace` <now>",
+        evidence=("`a<b`",),
+        fix="see `kit fix`",
+    )
+    page = html.findings_html([f]) + html.cause_html(f)
+    assert "<code>python -m kit trace</code> &lt;now&gt;" in page
+    assert "<code>a&lt;b</code>" in page and "<code>kit fix</code>" in page
+    assert "`" not in page

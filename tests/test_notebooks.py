@@ -120,7 +120,7 @@ def test_load_simulation_finds_the_dropped_decoder_layer(incident):
     assert verdict["KEYS_SILENTLY_DROPPED"].root_cause and "CONFIG_NOT_SERVED" in verdict
     assert "UNSUPPORTED_CONFIG" not in verdict
     assert records["summary"]["keys dropped silently"] > 0
-    rows = records["table:across releases"]
+    rows = records["release matrix"]
 
     def row_of(engine, version):
         return next(r for r in rows if r["engine"] == engine and version in r["releases"])
@@ -129,6 +129,9 @@ def test_load_simulation_finds_the_dropped_decoder_layer(incident):
     assert row_of("sglang", "0.5.12")["dropped silently"] == 0
     assert row_of("sglang", "0.5.12")["outcome"] == "refuses config.json"
     assert row_of("vllm", "0.11.2")["outcome"] == "loads fully"  # every engine is in the matrix
+    shown = {r["releases"]: r for r in records["table:across releases"]}  # what a reader sees
+    assert shown["sglang 0.4.9 … 0.5.11"]["keys dropped silently"] == 10
+    assert all(isinstance(v, str | int) for r in shown.values() for v in r.values())
 
 
 def test_tracing_shows_fc_bypassed_at_full_scale(incident):

@@ -7,6 +7,7 @@ purple is a server that does not start.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 
@@ -83,3 +84,20 @@ def release_matrix_figure(rows: Sequence[MatrixRow]) -> go.Figure:
         yaxis_title="count",
     )
     return fig
+
+
+def release_matrix_rows(rows: Sequence[MatrixRow]) -> list[dict[str, Any]]:
+    """The matrix as a reader scans it: one row per group of releases, its verdict as saved and
+    once config.json is rewritten, the counts as served (`MatrixRow.to_dict` keeps every field,
+    release list included, for machines)."""
+    return [
+        {
+            "releases": r.span,
+            "as saved": f"{r.outcome}: {r.detail}" if r.detail else r.outcome,
+            "if config.json is rewritten": r.if_config_rewritten or "–",
+            "keys dropped silently": r.dropped,
+            "parameters left at init": r.left_at_init,
+            "server starts": "no" if r.crashed else "yes",
+        }
+        for r in rows
+    ]
