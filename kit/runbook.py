@@ -64,6 +64,10 @@ class RunInputs:
     num_draft_tokens: int | None = None
     k: int | None = None  # drafts per step offline (default: the deployment's chain, else 5)
     num_prompts: int | None = None  # offline acceptance on the first N held-out prompts
+    prompt_format: str = "raw"  # offline prompts raw or through the target's chat template
+    temperature: float = 0.0  # offline verification: 0 greedy, above speculative sampling
+    top_p: float = 1.0
+    seed: int = 0
     launch: str | Path | None = None  # the server's launch line, or a script holding it
     train_tokenizer: Path | None = None  # the tokenizer the draft was trained with
     probe: str | None = None  # a running server's URL: its live figures (notebook 4)
@@ -199,6 +203,10 @@ def _offline_step(inputs: RunInputs, draft: str | None, target: str | None) -> S
         "target_class": inputs.target_class,
         "k": inputs.chain_length,
         "num_prompts": inputs.num_prompts,
+        "prompt_format": inputs.prompt_format,
+        "temperature": inputs.temperature,
+        "top_p": inputs.top_p,
+        "seed": inputs.seed,
     }
     return Step("05_offline_acceptance", params)
 

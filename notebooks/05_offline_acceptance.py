@@ -10,9 +10,9 @@
 # # 5. Offline acceptance: what the draft should reach, and what the deployment reaches
 #
 # The bundled small target and its EAGLE-3 draft, run on CPU: the draft proposes `k` tokens, the
-# target verifies them greedily (`python -m kit offline --temperature T` measures speculative
-# sampling), and every accepted position is counted, with a 95 % interval (bootstrap over
-# prompts). Two figures matter:
+# target verifies them greedily (or, with `temperature` above 0, by speculative sampling, as a
+# sampling server does), and every accepted position is counted, with a 95 % interval (bootstrap
+# over prompts). Two figures matter:
 #
 # - **healthy**: every weight loaded, the target states the draft was trained on through `fc`.
 #   It is the expectation a server log is judged against (notebook 4 draws it);
@@ -34,6 +34,10 @@ aux_capture = False  # the bundled incident: capture was off; None: the release'
 target_class = None  # the class the engine builds for the target (default: its config's)
 k = 4  # drafts per verify step: the incident's 5 draft tokens per step, topk 1
 num_prompts = 40  # the first N held-out prompts (prompts.jsonl beside the target); None: all
+prompt_format = "raw"  # "chat": through the target tokenizer's chat template, as a chat server
+temperature = 0.0  # 0: greedy verification; above: speculative sampling, as a sampling server
+top_p = 1.0
+seed = 0  # sampling draws and the intervals' resamples
 interactive = False  # True: widgets to explore; headless runs keep False
 
 # %%
@@ -56,7 +60,10 @@ torch.set_num_threads(1)  # parallel kernels share the cores
 # %%
 hf_logging.disable_progress_bar()  # transformers' loading bar: noise next to the wirings' bars
 prompts = load_prompts(default_prompts_file(Path(target)))[:num_prompts] if num_prompts else None
-common = dict(target=load_target(target), prompts=prompts, k=k, count_as=engine, progress=watched())
+common = dict(
+    target=load_target(target), prompts=prompts, k=k, count_as=engine, progress=watched(),
+    prompt_format=prompt_format, temperature=temperature, top_p=top_p, seed=seed,
+)  # fmt: skip
 ref = healthy(target, draft, **common)
 deployed = as_deployed(
     target, draft, engine, aux_capture=aux_capture, target_class=target_class, against=ref, **common
@@ -86,6 +93,8 @@ record(
     "summary",
     {
         "k": k,
+        "prompts": f"{ref.result.prompts} {prompt_format}",
+        "verification": ref.result.settings.verification,
         "expected accept len (healthy)": ref.result.accept_len,
         "accept len as deployed": deployed.result.accept_len if deployed.result else None,
         "aux capture": "given off" if aux_capture is False else "the release's own rule",

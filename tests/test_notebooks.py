@@ -341,3 +341,19 @@ def test_run_probe_reads_a_live_server_beside_the_expectation(tmp_path):
     assert rows and all(r["accept len (mean)"] == 1.0 for r in rows if r["accept len (mean)"])
     codes = {f["code"] for f in records["findings"]}
     assert "ZERO_ACCEPTANCE" in codes or "NEAR_ZERO_ACCEPTANCE" in codes
+
+
+def test_run_measures_offline_as_a_sampling_chat_server_when_asked(tmp_path):
+    """`run --temperature 0.8 --prompt-format chat`: notebook 5 verifies by speculative sampling
+    on chat-rendered prompts, says so, and its findings' evidence says so too."""
+    inputs = RunInputs(
+        draft=ROOT / "data/organism/draft", target=ROOT / "data/organism/target",
+        engine="sglang==0.5.12", k=2, num_prompts=8, temperature=0.8, top_p=0.95, seed=3,
+        prompt_format="chat",
+    )  # fmt: skip
+    [step] = [s for s in plan(inputs)[0] if s.name == "05_offline_acceptance"]
+    [result] = execute([step], tmp_path, timeout=300, progress=False)
+    assert result.status == Status.OK, result.error
+    summary = result.records["summary"]
+    assert summary["verification"] == "sampled, temperature 0.8, top-p 0.95, seed 3"
+    assert summary["prompts"] == "8 chat"

@@ -40,6 +40,34 @@ def positive_float(text: str) -> float:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or above, got {text}")
+    return value
+
+
+def add_sampling_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """How offline acceptance sends prompts and verifies drafts: as the server samples."""
+    p.add_argument(
+        "--prompt-format",
+        choices=["raw", "chat"],
+        default="raw",
+        help="send prompts raw or through the target's chat template",
+    )
+    p.add_argument(
+        "--temperature",
+        type=non_negative_float,
+        default=0.0,
+        help="0: greedy verification; above: speculative sampling",
+    )
+    p.add_argument("--top-p", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0, help="sampling draws and interval resamples")
+
+
 def add_fail_on(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on",

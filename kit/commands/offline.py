@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from kit.commands._common import add_fail_on, gate, positive_int
+from kit.commands._common import add_fail_on, add_sampling_arguments, gate, positive_int
 from kit.errors import KitError
 
 HELP = (
@@ -28,16 +28,6 @@ MATRIX_SETS_ITS_WIRING = (
     "--matrix runs its own wirings (aux capture off and on, each fix); drop --no-aux-capture, "
     "--aux-layers and --no-d2t, or run without --matrix"
 )
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or above, got {text}")
-    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,21 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     how.add_argument("--k", type=positive_int, default=5, help="draft tokens per verify step")
     how.add_argument("--prompts", metavar="JSONL", help="default: prompts.jsonl beside the target")
     how.add_argument("--num-prompts", type=positive_int, help="only the first N prompts")
-    how.add_argument(
-        "--prompt-format",
-        choices=["raw", "chat"],
-        default="raw",
-        help="send prompts raw or through the target's chat template",
-    )
     how.add_argument("--max-new-tokens", type=positive_int, default=24)
-    how.add_argument(
-        "--temperature",
-        type=_non_negative_float,
-        default=0.0,
-        help="0: greedy verification; above: speculative sampling",
-    )
-    how.add_argument("--top-p", type=float, default=1.0)
-    how.add_argument("--seed", type=int, default=0, help="sampling draws and interval resamples")
+    add_sampling_arguments(how)
     how.add_argument(
         "--count-as",
         metavar="ENGINE==X",
@@ -213,13 +190,8 @@ def _print(rows) -> None:
     if row is None or row.result is None:
         return
     last, s = row.result, row.result.settings
-    how = (
-        "greedy"
-        if s.temperature == 0
-        else f"sampled, temperature {s.temperature:g}, top-p {s.top_p:g}, seed {s.seed}"
-    )
     print(
-        f"{last.prompts} {s.prompt_format} prompts, k {s.k}, {how}; {last.verify_steps} "
+        f"{last.prompts} {s.prompt_format} prompts, k {s.k}, {s.verification}; {last.verify_steps} "
         f"verify steps ({row.label})"
     )
     print(f"counted as {s.counted_as}: {s.counting}")

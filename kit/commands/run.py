@@ -9,6 +9,7 @@ from kit.commands._common import (
     DEFAULT_ENGINE,
     add_deployment_arguments,
     add_fail_on,
+    add_sampling_arguments,
     gate,
     positive_float,
     positive_int,
@@ -37,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=positive_int,
         help="drafts per step offline (default: --num-draft-tokens - 1, else 5)",
     )
+    add_sampling_arguments(p.add_argument_group("offline acceptance, as the server samples"))
     p.add_argument("--out", type=Path, default=Path("runs/latest"), help="run folder")
     add_fail_on(p)
     p.add_argument(
@@ -68,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
         num_draft_tokens=args.num_draft_tokens,
         k=args.k,
         num_prompts=args.num_prompts,
+        prompt_format=args.prompt_format,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.seed,
         launch=args.launch,
         train_tokenizer=args.train_tokenizer,
         probe=args.probe,

@@ -43,6 +43,13 @@ class Settings:
     resamples: int
     confidence: float
 
+    @property
+    def verification(self) -> str:
+        """How the target verified the drafts: greedy, or sampled with its settings."""
+        if self.temperature == 0:
+            return "greedy"
+        return f"sampled, temperature {self.temperature:g}, top-p {self.top_p:g}, seed {self.seed}"
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -233,9 +240,8 @@ def verdict(r: OfflineResult) -> Finding:
 
 def _counted(r: OfflineResult) -> str:
     s = r.settings
-    how = "greedy" if s.temperature == 0 else f"sampled at temperature {s.temperature:g}"
     return (
-        f"{r.prompts} {s.prompt_format} prompts, {how}; a step that reaches the stop token "
+        f"{r.prompts} {s.prompt_format} prompts, {s.verification}; a step that reaches the stop token "
         f"counted as {s.counted_as} counts it"
     )
 
