@@ -18,21 +18,14 @@ from kit.checkpoint import open_checkpoint
 from kit.cli import main
 from kit.config import load_draft_config
 from kit.findings import Severity
-from kit.organism import as_deployed, fault_matrix, healthy, load_prompts, load_target
+from kit.organism import as_deployed, fault_matrix, healthy, load_prompts
 from kit.rewrite import plan_fix, write_fixed
-from tests.conftest import DATA
+from tests.conftest import DRAFT, PROMPTS, TARGET
 
 torch.set_num_threads(1)
 
-ORGANISM = DATA / "organism"
-TARGET, DRAFT, PROMPTS = ORGANISM / "target", ORGANISM / "draft", ORGANISM / "prompts.jsonl"
 RELEASES = ["sglang==0.5.10", "sglang==0.5.23", "vllm==0.11.2", "vllm==0.33.0"]
 FEW = "20"
-
-
-@pytest.fixture(scope="module")
-def target():
-    return load_target(TARGET)
 
 
 @pytest.fixture(scope="module")

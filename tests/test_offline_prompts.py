@@ -14,23 +14,15 @@ from kit.organism import (
     format_gap_finding,
     healthy,
     load_prompts,
-    load_target,
     prompt_format_gap,
 )
 from kit.organism.prompts import chat_prompts
 from kit.organism_train import CHAT_TOKENS, save_tokenizer, vocabulary
-from tests.conftest import DATA
+from tests.conftest import DRAFT, PROMPTS, TARGET
 
 torch.set_num_threads(1)
 
-ORGANISM = DATA / "organism"
-TARGET, DRAFT, PROMPTS = ORGANISM / "target", ORGANISM / "draft", ORGANISM / "prompts.jsonl"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
-
-
-@pytest.fixture(scope="module")
-def target():
-    return load_target(TARGET)
 
 
 @pytest.fixture(scope="module")

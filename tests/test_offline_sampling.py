@@ -10,27 +10,14 @@ from kit.capture import trained_layers
 from kit.checkpoint import open_checkpoint
 from kit.config import load_draft_config, load_target_config
 from kit.draft import ChainCache
-from kit.organism import Sampler, compare, evaluate, healthy, load_prompts, load_target
+from kit.organism import Sampler, compare, evaluate, healthy
 from kit.organism.intervals import percentile_interval, ratio_resamples, resample_weights
 from kit.organism.measure import completion_len
 from kit.organism.sampling import accept_probability, walk
 from kit.organism.wiring import load_draft, plan_wiring
-from tests.conftest import DATA
+from tests.conftest import DRAFT, TARGET
 
 torch.set_num_threads(1)
-
-ORGANISM = DATA / "organism"
-TARGET, DRAFT, PROMPTS = ORGANISM / "target", ORGANISM / "draft", ORGANISM / "prompts.jsonl"
-
-
-@pytest.fixture(scope="module")
-def target():
-    return load_target(TARGET)
-
-
-@pytest.fixture(scope="module")
-def prompts():
-    return load_prompts(PROMPTS)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,12 +9,10 @@ import torch
 
 from kit.organism import fault_matrix, healthy, load_prompts, load_target
 from kit.plots.acceptance import accept_len_by_wiring_figure, per_position_figure
-from tests.conftest import DATA
+from tests.conftest import DRAFT, PROMPTS, TARGET
 
 torch.set_num_threads(1)
 
-ORGANISM = DATA / "organism"
-TARGET, DRAFT, PROMPTS = ORGANISM / "target", ORGANISM / "draft", ORGANISM / "prompts.jsonl"
 NO_GPU = "needs a CUDA device; this machine's torch sees none"
 
 

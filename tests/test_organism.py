@@ -11,25 +11,12 @@ from kit.checkpoint import open_checkpoint
 from kit.cli import main
 from kit.config import load_draft_config, load_target_config
 from kit.errors import KitError
-from kit.organism import Prompt, evaluate, healthy, load_prompts, load_target
+from kit.organism import Prompt, evaluate, healthy, load_prompts
 from kit.organism.sampling import walk
 from kit.rewrite import plan_fix, write_fixed
-from tests.conftest import DATA
+from tests.conftest import DATA, DRAFT, PROMPTS, TARGET
 
 torch.set_num_threads(1)
-
-ORGANISM = DATA / "organism"
-TARGET, DRAFT, PROMPTS = ORGANISM / "target", ORGANISM / "draft", ORGANISM / "prompts.jsonl"
-
-
-@pytest.fixture(scope="module")
-def target():
-    return load_target(TARGET)
-
-
-@pytest.fixture(scope="module")
-def prompts():
-    return load_prompts(PROMPTS)
 
 
 def test_bundled_pair_is_what_the_task_says():

@@ -57,6 +57,25 @@ class Refusal(NamedTuple):
 
 Shard = str | int | None
 
+# Every engine's `stacked_params_mapping` (fused parameter, checkpoint shard, shard id): q, k, v
+# load into qkv_proj, gate and up into gate_up_proj, in all four engines' loaders.
+STACKED: tuple[tuple[str, str, Shard], ...] = (
+    (".qkv_proj", ".q_proj", "q"),
+    (".qkv_proj", ".k_proj", "k"),
+    (".qkv_proj", ".v_proj", "v"),
+    (".gate_up_proj", ".gate_proj", 0),
+    (".gate_up_proj", ".up_proj", 1),
+)
+
+
+def stacked(name: str) -> tuple[str, Shard]:
+    """The fused parameter a checkpoint name loads into and its shard id; the name itself and
+    None when it is no shard of a fused parameter."""
+    for fused, shard, sid in STACKED:
+        if shard in name:
+            return name.replace(shard, fused), sid
+    return name, None
+
 
 @dataclass(frozen=True)
 class ParamSpec:
@@ -151,6 +170,13 @@ class Honoured:
     norm_output: bool
     norm_before_residual: bool
     sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def nothing(cls, no_flags: str, residual: str) -> Honoured:
+        """A release that reads none of the flags: `no_flags` says so for the norms, `residual`
+        where its input layer takes its residual from."""
+        sources = dict.fromkeys(("norm_before_fc", "fc_norm", "norm_output"), no_flags)
+        return cls(False, False, False, False, sources | {"norm_before_residual": residual})
 
 
 class FcGate(StrEnum):

@@ -121,18 +121,7 @@ def num_aux(cfg: DraftConfig, release: EngineRelease) -> int:
 
 def honours(cfg: DraftConfig, release: EngineRelease) -> Honoured:
     """No trained-behaviour flag is implemented: one plain EAGLE-3 forward for every config."""
-    return Honoured(
-        norm_before_fc=False,
-        fc_norm=False,
-        norm_output=False,
-        norm_before_residual=False,
-        sources={
-            "norm_before_fc": NO_FLAGS,
-            "fc_norm": NO_FLAGS,
-            "norm_output": NO_FLAGS,
-            "norm_before_residual": RESIDUAL,
-        },
-    )
+    return Honoured.nothing(NO_FLAGS, RESIDUAL)
 
 
 def rewritten_config(cfg: DraftConfig, release: EngineRelease) -> tuple[dict[str, Any], list[str]]:

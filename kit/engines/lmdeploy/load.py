@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kit.engines.base import EngineRelease
 from kit.engines.lmdeploy.config import EAGLE3, P
-from kit.engines.vocab import KeyOutcome, LoadContext, Outcome, Refusal, Shard
+from kit.engines.vocab import KeyOutcome, LoadContext, Outcome, Refusal, Shard, stacked
 
 LOAD = EAGLE3 + ":277-317 (0.11.0), :278-318 (0.15.0, 0.18.0) load_weights"
 D2T = EAGLE3 + ":290-296 (0.11.0), :291-297 (0.15.0, 0.18.0) d2t + arange(draft_vocab_size)"
@@ -38,13 +38,6 @@ SHAPE_CHECK = (
     f"{P}nn/linear/default.py:204,269 and nn/norm.py:89 copy_ (0.18.0)"
 )
 
-STACKED = (
-    (".qkv_proj", ".q_proj", "q"),
-    (".qkv_proj", ".k_proj", "k"),
-    (".qkv_proj", ".v_proj", "v"),
-    (".gate_up_proj", ".gate_proj", 0),
-    (".gate_up_proj", ".up_proj", 1),
-)
 SKIPPED = ("t2d", "rotary_emb.inv_freq", "rotary_emb.cos_cached", "rotary_emb.sin_cached")
 
 
@@ -61,10 +54,8 @@ def resolve_key(key: str, ctx: LoadContext) -> KeyOutcome:
     if ctx.cfg.tie_word_embeddings and "lm_head.weight" in name:
         msg = "tie_word_embeddings: lm_head.weight skipped, and nothing ties the head"
         return KeyOutcome(key, Outcome.IGNORED, message=msg, source=TIED)
-    for fused, shard, sid in STACKED:
-        if shard in name:
-            return _lookup(key, name.replace(shard, fused), sid, ctx, Outcome.LOADED, "", LOAD)
-    return _lookup(key, name, None, ctx, Outcome.LOADED, "", LOAD)
+    fused, sid = stacked(name)
+    return _lookup(key, fused, sid, ctx, Outcome.LOADED, "", LOAD)
 
 
 def _lookup(

@@ -15,7 +15,7 @@ import re
 
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.sglang.config import MLA, NULL_VOCAB_HEAD_FROM_TARGET, is_mla
-from kit.engines.vocab import KeyOutcome, LoadContext, Outcome, Refusal
+from kit.engines.vocab import KeyOutcome, LoadContext, Outcome, Refusal, stacked
 
 W = "sglang/srt/"  # every source path below is inside the wheel's sglang/srt/
 
@@ -53,13 +53,6 @@ SHAPE_CHECK = (
     "layers/vocab_parallel_embedding.py:457-460"
 )
 
-STACKED = (
-    (".qkv_proj", ".q_proj", "q"),
-    (".qkv_proj", ".k_proj", "k"),
-    (".qkv_proj", ".v_proj", "v"),
-    (".gate_up_proj", ".gate_proj", 0),
-    (".gate_up_proj", ".up_proj", 1),
-)
 LEGACY = {"midlayer": "layers.0", "aux_norm_low": "fc_norm.0", "aux_norm_mid": "fc_norm.1",
           "aux_norm_high": "fc_norm.2"}  # fmt: skip
 LLAMA_SKIPS = ("rotary_emb.inv_freq", "projector", "rotary_emb.cos_cached", "rotary_emb.sin_cached")
@@ -92,16 +85,15 @@ def _resolve_delegating(key: str, ctx: LoadContext, src: str) -> KeyOutcome:
             key, Outcome.IGNORED, message="tie_word_embeddings: lm_head skipped", source=src
         )
     params = ctx.params
-    for fused, shard, sid in STACKED:
-        if shard in name:
-            target = name.replace(shard, fused)
-            if target.endswith(".bias") and target not in params:
-                return KeyOutcome(
-                    key, Outcome.DROPPED, message=f"{target} absent, bias skipped", source=src
-                )
-            if target not in params:
-                return KeyOutcome(key, Outcome.ERROR, target, sid, f"KeyError: '{target}'", src)
-            return KeyOutcome(key, Outcome.LOADED, target, sid, source=src)
+    target, sid = stacked(name)
+    if sid is not None:
+        if target.endswith(".bias") and target not in params:
+            return KeyOutcome(
+                key, Outcome.DROPPED, message=f"{target} absent, bias skipped", source=src
+            )
+        if target not in params:
+            return KeyOutcome(key, Outcome.ERROR, target, sid, f"KeyError: '{target}'", src)
+        return KeyOutcome(key, Outcome.LOADED, target, sid, source=src)
     if name in params:
         return KeyOutcome(key, Outcome.LOADED, name, source=src)
     if name.endswith((".bias", ".kv_scale")):
@@ -123,11 +115,7 @@ def _resolve_own(key: str, ctx: LoadContext, src: str, legacy: bool) -> KeyOutco
         )
     if "t2d" in name:
         return KeyOutcome(key, Outcome.IGNORED, message="t2d is skipped by the loader", source=src)
-    sid = None
-    for fused, shard, s in STACKED:
-        if shard in name:
-            name, sid = name.replace(shard, fused), s
-            break
+    name, sid = stacked(name)
     target = name if name in ctx.params else "model." + name
     if target in ctx.params:
         return KeyOutcome(key, Outcome.LOADED, target, sid, source=src)

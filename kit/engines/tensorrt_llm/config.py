@@ -119,18 +119,7 @@ def num_aux(cfg: DraftConfig, release: EngineRelease) -> int:
 
 def honours(cfg: DraftConfig, release: EngineRelease) -> Honoured:
     """No norm flag is read by this release: each is as good as unset."""
-    return Honoured(
-        norm_before_fc=False,
-        fc_norm=False,
-        norm_output=False,
-        norm_before_residual=False,
-        sources={
-            "norm_before_fc": NO_FLAGS,
-            "fc_norm": NO_FLAGS,
-            "norm_output": NO_FLAGS,
-            "norm_before_residual": NO_NORM_BEFORE_RESIDUAL,
-        },
-    )
+    return Honoured.nothing(NO_FLAGS, NO_NORM_BEFORE_RESIDUAL)
 
 
 def rewritten_config(cfg: DraftConfig, release: EngineRelease) -> tuple[dict[str, Any], list[str]]:

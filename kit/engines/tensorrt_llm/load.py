@@ -14,7 +14,7 @@ from __future__ import annotations
 from kit.engines.base import EngineRelease, Row, VersionRange
 from kit.engines.tensorrt_llm.config import AT, SPEC, own_embedding
 from kit.engines.tensorrt_llm.params import D2T_PARAM
-from kit.engines.vocab import KeyOutcome, LoadContext, Outcome, Refusal
+from kit.engines.vocab import KeyOutcome, LoadContext, Outcome, Refusal, stacked
 
 UTILS = "tensorrt_llm/_torch/models/modeling_utils.py"
 PREFIX = f"{SPEC}:301-316 load_weights: 'model.' + key unless 'lm_head' in key {AT}"
@@ -47,23 +47,11 @@ SHAPE_CHECK = (
     "the parameter cannot take (stored copies of the same API)"
 )
 
-STACKED = (
-    (".qkv_proj", ".q_proj", "q"),
-    (".qkv_proj", ".k_proj", "k"),
-    (".qkv_proj", ".v_proj", "v"),
-    (".gate_up_proj", ".gate_proj", 0),
-    (".gate_up_proj", ".up_proj", 1),
-)
-
 
 def resolve_key(key: str, ctx: LoadContext) -> KeyOutcome:
     """What this release's loader does with one checkpoint key."""
     name = key if "lm_head" in key else "model." + key
-    sid = None
-    for fused, shard, s in STACKED:
-        if shard in name:
-            name, sid = name.replace(shard, fused), s
-            break
+    name, sid = stacked(name)
     shared_embed = name == "model.embed_tokens.weight" and not own_embedding(ctx.cfg)
     if name in ctx.params and not shared_embed:
         if name == "model.d2t":

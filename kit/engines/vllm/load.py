@@ -12,7 +12,7 @@ from __future__ import annotations
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.vllm.config import honours
 from kit.engines.vllm.params import D2T_ALWAYS
-from kit.engines.vocab import KeyOutcome, LoadContext, Outcome, Refusal
+from kit.engines.vocab import KeyOutcome, LoadContext, Outcome, Refusal, stacked
 
 M = "vllm/model_executor/models/"
 LOAD = M + "llama_eagle3.py Eagle3LlamaForCausalLM.load_weights + LlamaModel.load_weights"
@@ -52,14 +52,6 @@ SHAPE_CHECK = (
     "param.size() == loaded_weight.size() (0.14.0); layers/linear.py shard loaders assert too"
 )
 
-STACKED = (
-    (".qkv_proj", ".q_proj", "q"),
-    (".qkv_proj", ".k_proj", "k"),
-    (".qkv_proj", ".v_proj", "v"),
-    (".gate_up_proj", ".gate_proj", 0),
-    (".gate_up_proj", ".up_proj", 1),
-)
-
 
 def resolve_key(key: str, ctx: LoadContext) -> KeyOutcome:
     """What this release's loader does with one checkpoint key."""
@@ -87,15 +79,14 @@ def resolve_key(key: str, ctx: LoadContext) -> KeyOutcome:
         msg = "skipped: norm_before_fc is not set as this release reads the config"
         return KeyOutcome(key, Outcome.IGNORED, message=msg, source=SKIP_INPUT_NORM.source)
     name = name.replace("midlayer.", "layers.0.")
-    for fused, shard, sid in STACKED:
-        if shard in name:
-            stacked = name.replace(shard, fused)
-            if stacked in ctx.params:
-                return KeyOutcome(key, Outcome.LOADED, stacked, sid, source=LOAD)
-            if stacked.endswith(".bias") and pick(IGNORE_UNEXPECTED_BIAS, rel).value:
-                msg = f"{stacked} absent; dropped inside the fused attention layer"
-                return KeyOutcome(key, Outcome.DROPPED, message=msg, source=LOAD)
-            return _unknown(key, stacked, ctx)
+    fused, sid = stacked(name)
+    if sid is not None:
+        if fused in ctx.params:
+            return KeyOutcome(key, Outcome.LOADED, fused, sid, source=LOAD)
+        if fused.endswith(".bias") and pick(IGNORE_UNEXPECTED_BIAS, rel).value:
+            msg = f"{fused} absent; dropped inside the fused attention layer"
+            return KeyOutcome(key, Outcome.DROPPED, message=msg, source=LOAD)
+        return _unknown(key, fused, ctx)
     if name in ctx.params:
         return KeyOutcome(key, Outcome.LOADED, name, source=LOAD)
     return _unknown(key, name, ctx)

@@ -14,9 +14,8 @@ from kit.config import load_draft_config
 from kit.diagnosis import diagnose
 from kit.findings import Severity
 from kit.rewrite import plan_fix, write_fixed
-from tests.conftest import DATA, ROOT
+from tests.conftest import ORGANISM, ROOT
 
-ORGANISM = DATA / "organism"
 ENGINE = "lmdeploy==0.18.0"
 
 

@@ -7,28 +7,21 @@ from __future__ import annotations
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
-from tiny_layouts import DATA
 
 from kit.checkpoint import open_checkpoint
 from kit.config import load_draft_config
 from kit.draft import build_draft, load_state
 from kit.loading import simulate_load
-from kit.organism import evaluate, load_prompts, load_target
+from kit.organism import evaluate, load_prompts
 from kit.rewrite import plan_fix, write_fixed
+from tests.conftest import DRAFT, PROMPTS, TARGET
 
-ORGANISM = DATA / "organism"
-TARGET, DRAFT = ORGANISM / "target", ORGANISM / "draft"
 ENGINE = "lmdeploy==0.18.0"
 
 
 @pytest.fixture(scope="module")
-def target():
-    return load_target(TARGET)
-
-
-@pytest.fixture(scope="module")
 def few():
-    return load_prompts(ORGANISM / "prompts.jsonl")[:24]
+    return load_prompts(PROMPTS)[:24]
 
 
 @pytest.fixture(scope="module")

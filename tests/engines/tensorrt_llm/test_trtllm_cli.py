@@ -10,9 +10,10 @@ import sys
 import pytest
 from tiny_layouts import DATA
 
+from tests.conftest import ORGANISM
+
 TRT = "tensorrt_llm==1.2.0rc2"
 SAMPLE = DATA / "samples" / "speculators-0.9.0-tiny"
-ORGANISM = DATA / "organism"
 
 
 def kit(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
