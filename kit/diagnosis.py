@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from kit.engines import EngineRelease
 from kit.engines.vocab import Outcome
+from kit.errors import require_inputs
 from kit.findings import Finding, ranked
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ def diagnose(
     from kit.engines import parse_engine, release_findings
     from kit.load_findings import reconcile
 
+    require_inputs(draft, target_config, draft_config, *logs, baseline_log, target, train_tokenizer)
     served = None
     if launch is not None:
         from kit.deployment.lines import read_served

@@ -16,3 +16,12 @@ class KitError(Exception):
         self.problem = problem
         self.path = None if path is None else str(path)
         super().__init__(f"{self.path}: {problem}" if self.path else problem)
+
+
+def require_inputs(*paths: str | Path | None) -> None:
+    """Every input path given exists. A mistyped path must stop a command at once: otherwise
+    `doctor` reads it as "nothing to check" and comes out clean, and `run` fails one notebook per
+    step that needed it."""
+    for path in paths:
+        if path is not None and not Path(path).exists():
+            raise KitError("no such file or directory", path)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kit import postmortem
-from kit.errors import KitError
+from kit.errors import KitError, require_inputs
 from kit.notebook import HEADLESS, NOTEBOOKS, ROOT, read_script, script_path
 from kit.record import read_records
 from kit.runs import SUMMARY_NAME, TITLES, Run, Status, StepError, StepResult
@@ -439,6 +439,9 @@ def run(
     progress: bool = True,
 ) -> Run:
     """Plan, execute and write `run.json`, `findings.json` and `postmortem.html` into `out_dir`."""
+    i = inputs
+    require_inputs(i.draft, i.target, i.target_config, i.trace_draft, *i.logs, i.baseline_log,
+                   i.train_tokenizer)  # fmt: skip
     try:  # before any notebook runs: a file in the way is one clear error
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:

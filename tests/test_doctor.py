@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
+
+import pytest
 
 from kit.diagnosis import diagnose
 from kit.findings import Severity
+from tests.conftest import DATA, ORGANISM, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "data"
 KIMI = DATA / "incident" / "kimi-k2.5"
-ORGANISM = DATA / "organism"
 LOGS = DATA / "incident" / "logs"
 
 
@@ -92,6 +91,16 @@ def test_cli_missing_log_is_one_line_naming_the_file(sample_dir, tmp_path):
     assert out.returncode == 2
     assert out.stderr.strip().count("\n") == 0 and "Traceback" not in out.stderr
     assert "missing.log" in out.stderr and "no such file" in out.stderr
+
+
+@pytest.mark.parametrize("flag", ["--draft", "--target-config", "--target", "--train-tokenizer"])
+def test_a_mistyped_path_is_an_error_not_a_clean_bill(tmp_path, flag):
+    """A path that does not exist used to be read as "nothing to check": no findings, exit 0."""
+    missing = tmp_path / "nope"
+    given = [] if flag == "--draft" else ["--draft", str(ORGANISM / "draft")]
+    out = _cli(*given, flag, str(missing), "--engine", "sglang==0.5.10")
+    assert out.returncode == 2, out.stdout
+    assert out.stderr == f"error: {missing}: no such file or directory\n"
 
 
 def test_offline_acceptance_sets_the_expectation_the_logs_are_judged_against():
