@@ -13,7 +13,7 @@ is thinned by stride doubling once it passes `MAX_WINDOWS`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -128,11 +128,6 @@ class Stat:
         self.total += total
         self.min = min(self.min, lo)
         self.max = max(self.max, hi)
-
-    def add_counts(self, counts: Mapping[str, int]) -> None:
-        """Fold printed values counted as text (each distinct text is parsed once)."""
-        for text, n in counts.items():
-            self.add(float(text), n)
 
     @property
     def mean(self) -> float | None:
