@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format lab bench organism data clean
+.PHONY: demo test lint format lab bench data clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)

@@ -36,9 +36,9 @@ interactive = False  # True: widgets to explore; headless runs keep False
 from IPython.display import display
 
 from kit.deployment import check
-from kit.notebook import setup
-from kit.plots.tables import findings_table, table
-from kit.record import record
+from kit.report.notebook import setup
+from kit.report.plots.tables import findings_table, table
+from kit.report.record import record
 
 setup()  # paths relative to the repository root, as in headless runs; kit errors in one line
 

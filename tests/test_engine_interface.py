@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from kit.config import load_draft_config
+from kit.checkpoint.config import load_draft_config
 from kit.engines import ENGINES, all_releases
 from kit.engines.base import EngineRules
 

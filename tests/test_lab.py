@@ -19,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from kit.notebook import ROOT
+from kit.report.notebook import ROOT
 
 pytestmark = pytest.mark.slow  # a real Jupyter server; still part of `make test`
 

@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 import torch
 
-from kit.capture import trained_layers
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config, load_target_config
-from kit.draft import ChainCache
-from kit.organism import Sampler, compare, evaluate, healthy
-from kit.organism.intervals import percentile_interval, ratio_resamples, resample_weights
-from kit.organism.measure import completion_len
-from kit.organism.sampling import accept_probability, walk
-from kit.organism.wiring import load_draft, plan_wiring
+from kit.checkpoint.config import load_draft_config, load_target_config
+from kit.checkpoint.files import open_checkpoint
+from kit.offline_acceptance import Sampler, compare, evaluate, healthy
+from kit.offline_acceptance.intervals import percentile_interval, ratio_resamples, resample_weights
+from kit.offline_acceptance.measure import completion_len
+from kit.offline_acceptance.sampling import accept_probability, walk
+from kit.offline_acceptance.wiring import load_draft, plan_wiring
+from kit.tracing.capture import trained_layers
+from kit.tracing.draft import ChainCache
 from tests.conftest import DRAFT, TARGET
 
 torch.set_num_threads(1)

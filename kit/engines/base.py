@@ -71,7 +71,7 @@ def pick(rows: Sequence[Row[T]], release: EngineRelease) -> Row[T]:
 
 class EngineRules(Protocol):
     """What every engine package (`kit.engines.<engine>`) provides: the one small interface the
-    engine-independent code (`kit.loading`, `kit.capture`, `kit.draft`, `kit.rewrite`) asks.
+    engine-independent code (`kit.load.replay`, `kit.tracing.capture`, `kit.tracing.draft`, `kit.load.rewrite`) asks.
 
     Each name is a function of the draft config and the release, backed by version-ranged rows
     in the package's modules (`config`, `params`, `load`, `capture`, `forward`, `acceptance`).
