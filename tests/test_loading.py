@@ -104,3 +104,56 @@ def test_simulate_load_accepts_a_string_release(sample_dir):
     ck, cfg = open_checkpoint(sample_dir), load_draft_config(sample_dir)
     report = simulate_load(ck, cfg, "vllm==0.11.2")
     assert report.to_dict()["engine"] == "vllm==0.11.2" and report.loads_cleanly
+
+
+def _qwen3_speculators_with_fc_norm(folder):
+    """A speculators-trainer Qwen3 draft trained with fc_norm: its fc_norm.* keys are names
+    vllm 0.9.2's hand loop has no parameter for (`params_dict[name]`, a KeyError)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from tests.tiny_layouts import speculators_multilayer
+
+    folder = speculators_multilayer(folder, layers=1, aux_ids=(2, 16, 29))
+    raw = json.loads((folder / "config.json").read_text())
+    raw["fc_norm"] = True
+    raw["transformer_layer_config"]["model_type"] = "qwen3"
+    raw["speculators_config"]["verifier"]["architectures"] = ["Qwen3ForCausalLM"]
+    (folder / "config.json").write_text(json.dumps(raw))
+    tensors = load_file(str(folder / "model.safetensors"))
+    tensors |= {f"fc_norm.{j}.weight": torch.ones(32, dtype=torch.bfloat16) for j in range(3)}
+    save_file(tensors, str(folder / "model.safetensors"))
+    return folder
+
+
+def test_a_start_up_crash_fails_every_key_in_both_views(tmp_path):
+    """The rewritten view's findings said STARTUP_CRASH (KeyError on model.fc_norm.0.weight)
+    while every other key's if_config_rewritten said `loaded`: a server that does not start
+    loads nothing, as saved and once config.json is rewritten."""
+    draft = _qwen3_speculators_with_fc_norm(tmp_path / "draft")
+    out = run_kit("simulate", str(draft), "--engine", "vllm==0.9.2", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    crash = [f for f in data["findings"] if f["code"] == "STARTUP_CRASH"]
+    assert crash and "KeyError: 'model.fc_norm.0.weight'" in crash[0]["title"]
+    assert data["config_refused"] and not data["if_config_rewritten"]["loads_cleanly"]
+    assert {k["outcome"] for k in data["keys"]} == {"error"}
+    rewritten = {k["key"]: k["if_config_rewritten"] for k in data["keys"]}
+    assert {k["outcome"] for k in rewritten.values()} == {"error"}
+    assert rewritten["fc_norm.0.weight"]["message"] == "KeyError: 'model.fc_norm.0.weight'"
+    assert "KeyError: 'model.fc_norm.0.weight'" in rewritten["fc.weight"]["message"]
+
+
+def test_a_crash_of_a_release_that_accepts_the_config_fails_every_key(tmp_path):
+    """The same draft with config.json in vllm's own form: no refusal, one view, same rule."""
+    from kit.engines import parse_engine
+
+    draft = _qwen3_speculators_with_fc_norm(tmp_path / "draft")
+    cfg = load_draft_config(draft)
+    rel = parse_engine("vllm==0.9.2")
+    raw, _ = ENGINES["vllm"].rewritten_config(cfg, rel)
+    (draft / "config.json").write_text(json.dumps(raw))
+    report = simulate_load(open_checkpoint(draft), load_draft_config(draft), rel)
+    assert report.refusal is None and report.crashed
+    assert {k.outcome for k in report.keys} == {Outcome.ERROR}
+    assert "STARTUP_CRASH" in {f.code for f in report.findings}
