@@ -75,8 +75,10 @@ class Wiring:
         return tuple(lines + [f"what-if: {w}" for w in self.what_if])
 
     def to_dict(self) -> dict[str, Any]:
+        """The healthy wiring names no release: it is the draft as trained, whichever release
+        the kit borrows to load every tensor (a matrix for sglang read it as vLLM's wiring)."""
         return {
-            "release": str(self.release),
+            "release": None if self.healthy else str(self.release),
             "healthy": self.healthy,
             "target_class": self.target_class,
             "aux_capture": self.aux_capture,
