@@ -26,10 +26,11 @@ from typing import Any
 
 from kit.checkpoint.config import DraftConfig, TargetConfig, load_draft_config
 from kit.checkpoint.files import Checkpoint, open_checkpoint
-from kit.engines import EngineRelease, parse_engine
+from kit.engines import EngineRelease, all_releases, parse_engine
 from kit.engines.aux_ids import trained_layers
 from kit.errors import KitError
 from kit.findings import Finding, Severity
+from kit.load.findings import flags_ignored
 from kit.load.replay import served_config, simulate_load
 from kit.load.report import LoadReport
 from kit.tracing.capture import Feed, simulate_capture
@@ -117,7 +118,7 @@ def plan_wiring(
     `aux_capture`: None follows the release's own rule for the class; False is a deployment
     whose target captures nothing (`--no-aux-capture`).
     """
-    release = parse_engine(engine or HEALTHY_RELEASE)
+    release = parse_engine(engine) if engine else healthy_release(ck, draft_cfg)
     cls = target_class or target_cfg.architecture
     load = simulate_load(ck, draft_cfg, release)
     captured: list[Finding] = []
@@ -140,6 +141,17 @@ def plan_wiring(
     if crash is None and wiring.feeds == Feed.CRASH:
         crash = next(f for f in captured if f.severity == Severity.CRITICAL)
     return Plan(wiring, load, list(load.findings) + captured, crash)
+
+
+def healthy_release(ck: Checkpoint, cfg: DraftConfig) -> EngineRelease:
+    """The release whose load the healthy wiring borrows: `HEALTHY_RELEASE`, or, for a draft it
+    does not run as trained (fc_norm before vllm 0.24), the first vLLM release that loads every
+    tensor and implements every trained flag, so the healthy figure has every trained module."""
+    default = parse_engine(HEALTHY_RELEASE)
+    for rel in (default, *all_releases("vllm")):
+        if flags_ignored(cfg, rel) is None and simulate_load(ck, cfg, rel).as_served.loads_cleanly:
+            return rel
+    return default
 
 
 def _what_if(wiring: Wiring, target_cfg: TargetConfig, aux_layers: Sequence[int] | None) -> Wiring:

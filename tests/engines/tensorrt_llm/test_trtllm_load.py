@@ -197,12 +197,16 @@ def test_constructor_failures(tmp_path, changes, message):
 
 def test_norm_flags_are_not_honoured(tmp_path):
     """`config.honours` (SPEC:143-206 reads no norm flag): a draft trained with norm_before_fc
-    runs without it, and its input_norm.weight is read by no module."""
+    runs without it, and its input_norm.weight is read by no module: a trained module skipped,
+    a root cause."""
     cfg = flat(eagle_config={"norm_before_fc": True})
     folder = write(tmp_path / "d", {**midlayer_keys(), "input_norm.weight": (96,)}, cfg)
     report = sim(folder, TRT)
     assert report.outcome("input_norm.weight").outcome == "dropped_silently"
-    assert codes(report)["TRAINED_FLAG_IGNORED"].data["flags"]["norm_before_fc"]["runs"] is False
+    skipped = codes(report)["TRAINED_MODULE_SKIPPED"]
+    assert skipped.root_cause and skipped.data["modules"] == {
+        "norm_before_fc": ["input_norm.weight"]
+    }
 
 
 def test_model_prefixed_keys_are_not_read(tmp_path):
