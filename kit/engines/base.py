@@ -76,7 +76,8 @@ class EngineRules(Protocol):
     Each name is a function of the draft config and the release, backed by version-ranged rows
     in the package's modules (`config`, `params`, `load`, `capture`, `forward`, `acceptance`).
     Optional: `unloaded_failure(ctx, names) -> Refusal | None`, for an engine whose loader fails
-    on a parameter no checkpoint tensor fills (without it such a parameter stays at its init).
+    on a parameter no checkpoint tensor fills (without it such a parameter stays at its init);
+    `UNWRITTEN`, the source that says such a parameter keeps its `torch.empty` memory silently.
     """
 
     NAME: str

@@ -24,6 +24,7 @@ from kit.engines.vllm.config import (
 from kit.engines.vllm.forward import era
 from kit.engines.vllm.load import (
     SHAPE_CHECK,
+    UNWRITTEN,
     d2t_source,
     from_target,
     missing_d2t_failure,
@@ -35,7 +36,7 @@ NAME = "vllm"
 
 RELEASES: tuple[str, ...] = (
     "0.9.2", "0.10.0", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.14.0",
-    "0.18.0", "0.24.0", "0.28.0", "0.33.0",
+    "0.18.0", "0.24.0", "0.25.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0",
 )  # fmt: skip
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "NAME",
     "RELEASES",
     "SHAPE_CHECK",
+    "UNWRITTEN",
     "acceptance",
     "capture",
     "capture_aux",

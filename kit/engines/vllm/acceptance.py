@@ -63,12 +63,13 @@ V0_ACCEPT_LEN = Row(
 )
 
 # Per-request figures with `--per-request-spec-decode-metrics summary|detailed`: the completion's
-# `metrics.speculative_decoding` object (absent in 0.28.0, present in 0.33.0).
+# `metrics.speculative_decoding` object (absent in 0.28.0, present from 0.29.0).
 PER_REQUEST = Row(
-    VersionRange("0.33.0"),
+    VersionRange("0.29.0"),
     "mean_acceptance_length = 1 + accepted / num_spec_steps; draft_acceptance_rate = accepted / "
     "num_draft_tokens; acceptance_histogram[j] = verify steps that accepted j drafts",
-    "0.33.0 vllm/v1/metrics/stats.py:397-422; entrypoints/generate/base/protocol.py:100-119; "
+    "0.29.0 vllm/v1/metrics/stats.py:348-366, engine/arg_utils.py:1540; 0.33.0 "
+    "vllm/v1/metrics/stats.py:397-422; entrypoints/generate/base/protocol.py:100-119; "
     "engine/arg_utils.py:1694",
 )
 

@@ -70,7 +70,9 @@ USE_AUX_SWITCH: list[Row[bool]] = [
     Row(VersionRange("0.9.2", "0.12.0"), False, EAGLE3 + " (0.11.1: fc always built and run)"),
     Row(VersionRange("0.12.0"), True,
         EAGLE3 + ":146-149 use_aux_hidden_state, :170 fc only if set, :341 combine_hidden_states "
-        "returns its input (0.12.0)"),
+        "returns its input (0.12.0); 0.12.0 vllm/v1/worker/gpu_model_runner.py:383-387 no aux "
+        "capture; 0.32.0 " + EAGLE3 + ":179-183, :209, :401-402, gpu_model_runner.py:644-648, "
+        "4952-4957 the target's last hidden state handed over"),
 ]  # fmt: skip
 NORM_BEFORE_RESIDUAL = EAGLE3 + ":69-72 getattr(config, 'norm_before_residual') (0.11.1)"
 
@@ -79,11 +81,12 @@ COPIES_NORM_BEFORE_FC: list[Row[bool]] = [
     Row(VersionRange("0.9.2", "0.24.0"), False, ALGOS + " update_eagle3 (0.18.0; vllm PR #38111)"),
     Row(VersionRange("0.24.0"), True, ALGOS + " update_eagle3 (0.24.0)"),
 ]
-# fc_norm and norm_output are copied together (0.28)
+# fc_norm and norm_output are copied together (0.25)
 COPIES_POST_NORM_FLAGS: list[Row[bool]] = [
-    Row(VersionRange("0.9.2", "0.28.0"), False, ALGOS + " update_eagle3 (0.24.0)"),
-    Row(VersionRange("0.28.0"), True, ALGOS + " update_eagle3 (0.28.0; vllm PR #46488)"),
-]
+    Row(VersionRange("0.9.2", "0.25.0"), False, ALGOS + " update_eagle3 (0.24.0)"),
+    Row(VersionRange("0.25.0"), True,
+        ALGOS + ":39-40 update_eagle3 (0.25.0; 0.32.0 :37-38; vllm PR #46488)"),
+]  # fmt: skip
 DEFAULT_NORM_BEFORE_RESIDUAL = ALGOS + ':33 config_dict.get("norm_before_residual", True) (0.11.1)'
 
 # Qwen3 drafts get their own class (q_norm / k_norm) from 0.24; before they are forced into Llama.
