@@ -220,7 +220,7 @@ def verdict(r: OfflineResult) -> Finding:
     """The offline figure as a finding: near zero is critical, anything else informs."""
     al, ci = r.accept_len, r.accept_len_ci
     engine = None if r.wiring.healthy else str(r.wiring.release)
-    if r.undetermined:
+    if r.undetermined and al > NEAR_ZERO_ACCEPT_LEN:  # near zero even at best: that is known
         return _undetermined(r, engine)
     if al <= NEAR_ZERO_ACCEPT_LEN:
         return Finding(
@@ -229,7 +229,12 @@ def verdict(r: OfflineResult) -> Finding:
             title=f"offline accept len {al:.2f} {ci} at k={r.k}: almost no drafted token is "
             "accepted",
             evidence=(
-                f"step-0 acceptance {r.step0_accuracy:.3f}",
+                f"step-0 acceptance {r.step0_accuracy:.3f}"
+                + (
+                    " at best: parameters never written hold torch.empty memory"
+                    if r.undetermined
+                    else ""
+                ),
                 *r.wiring.describe(),
                 _counted(r),
             ),

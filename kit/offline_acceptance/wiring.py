@@ -27,13 +27,13 @@ from typing import Any
 from kit.checkpoint.config import DraftConfig, TargetConfig, load_draft_config
 from kit.checkpoint.files import Checkpoint, open_checkpoint
 from kit.engines import EngineRelease, parse_engine
-from kit.engines.aux_ids import trained_layers
+from kit.engines.aux_ids import aux_flag_key, trained_layers
 from kit.engines.vocab import Init, State
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 from kit.load.replay import served_config, simulate_load
 from kit.load.report import LoadReport
-from kit.tracing.capture import Feed, simulate_capture
+from kit.tracing.capture import CaptureReport, Feed, simulate_capture
 from kit.tracing.draft import Eagle3Draft, build_draft, load_state
 
 HEALTHY_RELEASE = "vllm==0.11.2"  # reads speculators configs, layers.0.* keys and top-level ids
@@ -59,6 +59,7 @@ class Wiring:
     # that the release builds with torch.empty: their values are whatever memory held, so the
     # measurement stands them in at PyTorch's default init (`EMPTY_ASSUMPTION`)
     empty_params: tuple[str, ...] = ()
+    aux_off_reason: str | None = None  # why the release's own rule captures nothing
 
     def describe(self) -> tuple[str, ...]:
         """The wiring as evidence lines a reader can scan."""
@@ -71,6 +72,8 @@ class Wiring:
             if self.aux_capture_given is None
             else "as given for the deployment"
         )
+        if self.aux_off_reason and self.aux_capture_given is None:
+            why += f": {self.aux_off_reason}"
         lines = [
             "healthy wiring: every tensor loaded, the trained states through fc"
             if self.healthy
@@ -143,7 +146,8 @@ def plan_wiring(
         )
         captured = list(cap.findings)
         wiring = Wiring(release, False, cls, cap.aux_capture, Feed(cap.feeds),
-                        tuple(cap.captured_layers), use_d2t, aux_capture)  # fmt: skip
+                        tuple(cap.captured_layers), use_d2t, aux_capture,
+                        aux_off_reason=_off_reason(cap, draft_cfg))  # fmt: skip
     wiring = _what_if(wiring, target_cfg, aux_layers)
     # measured as the release serves the draft: under its own config form when it refuses the
     # config as saved (the findings keep the refusal); only a server that does not start at all
@@ -154,6 +158,13 @@ def plan_wiring(
     if crash is None and wiring.feeds == Feed.CRASH:
         crash = next(f for f in captured if f.severity == Severity.CRITICAL)
     return Plan(wiring, load, list(load.findings) + captured, crash)
+
+
+def _off_reason(cap: CaptureReport, draft_cfg: DraftConfig) -> str | None:
+    """The draft config's switch, when it is what turned the release's capture off."""
+    if cap.aux_capture or "use_aux_hidden_state" not in cap.sources:
+        return None
+    return f"{aux_flag_key(draft_cfg)} is false"
 
 
 def empty_params(load: LoadReport) -> tuple[str, ...]:

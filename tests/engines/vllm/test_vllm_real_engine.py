@@ -118,6 +118,8 @@ def test_offline_measures_the_draft_without_fc_in_both_forms(tmp_path, few, form
     row = as_deployed(TARGET, path, "vllm==0.32.0", against=ref, **few)
     assert row.crash is None and row.result is not None
     assert row.wiring.feeds == Feed.FINAL_HIDDEN_POST_NORM and row.result.wiring.fc_applied is False
+    flag = FLAG if form == "speculators" else "eagle_config.use_aux_hidden_state"
+    assert row.wiring.describe()[0].endswith(f"{flag} is false)")
     assert row.vs_healthy.beyond_noise and row.vs_healthy.difference < -1.0
     assert not row.result.undetermined and "OFFLINE_BELOW_HEALTHY" in {f.code for f in row.findings}
 
