@@ -227,7 +227,7 @@ def test_the_vllm_releases_docs_list_are_the_releases_read():
 
     text = _text(ROOT / "docs" / "engines.md")
     listed = re.search(
-        r"## vLLM\n\nReleases read: (.+?) \(`kit/engines/vllm/__init__.py`\)", text, re.S
+        r"## vLLM\n\nReleases read: (.+?)\s\(`kit/engines/vllm/__init__.py`\)", text, re.S
     )
     assert listed is not None
     assert [v.strip() for v in listed.group(1).replace("\n", " ").split(",")] == list(vllm.RELEASES)

@@ -26,10 +26,10 @@ RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 IDS_SOURCE: list[Row[tuple[str, ...]]] = [
     Row(VersionRange("0.9.2", "0.11.1"), (),
         "0.9.2 " + RUNNER + ":1797-1798 get_eagle3_aux_hidden_state_layers() only"),
-    Row(VersionRange("0.11.1", "0.24.0"), ("top_level",),
+    Row(VersionRange("0.11.1", "0.22.0"), ("top_level",),
         "0.11.1 " + RUNNER + ":3395-3420 hf_config.eagle_aux_hidden_state_layer_ids"),
-    Row(VersionRange("0.24.0"), ("top_level", "eagle_config"),
-        "0.24.0 " + RUNNER + ":5353-5381 top level, else eagle_config"),
+    Row(VersionRange("0.22.0"), ("top_level", "eagle_config"),
+        "0.22.0 " + RUNNER + ":5241-5253, 0.24.0 :5353-5381 top level, else eagle_config"),
 ]  # fmt: skip
 ID_RULE = Row(
     VersionRange("0.9.2"),
@@ -60,7 +60,8 @@ _ADDED: tuple[tuple[str, tuple[str, ...]], ...] = (
             *("llava", "mistral3", "qwen3_5", "step1"),
         ),
     ),
-    ("0.24.0", ("gemma4", "gemma4_mm", "laguna", "minimax_m2", "nemotron_h", "pixtral")),
+    ("0.19.0", ("pixtral",)),
+    ("0.22.0", ("gemma4", "gemma4_mm", "laguna", "minimax_m2", "nemotron_h")),
     ("0.24.0", ("qwen3_next",)),
 )
 MODULE_SINCE: dict[str, Row[bool]] = {

@@ -3,7 +3,7 @@
 `Eagle3LlamaForCausalLM.load_weights` drops `t2d`, renames `d2t` to `draft_id_to_target_id`,
 prefixes `model.` to everything but `lm_head`, skips a few substrings, maps `midlayer.` to
 `layers.0.` and stacks q/k/v and gate/up; any other name is an error at start-up (`KeyError` up to
-0.24, `ValueError` from 0.28). After load the proposer shares the target's embedding (and in some
+0.24, `ValueError` from 0.25). After load the proposer shares the target's embedding (and in some
 releases its head) with the draft.
 """
 

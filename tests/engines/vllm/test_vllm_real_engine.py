@@ -22,7 +22,7 @@ from safetensors.torch import load_file, save_file
 from kit.checkpoint.config import load_draft_config, load_target_config, parse_draft_config
 from kit.checkpoint.files import open_checkpoint
 from kit.engines import parse_engine, pick
-from kit.engines.vllm import acceptance, config, load, params
+from kit.engines.vllm import acceptance, capture, config, load, params
 from kit.engines.vocab import Outcome
 from kit.findings import Severity
 from kit.load.replay import simulate_load
@@ -171,7 +171,9 @@ def test_a_fully_loaded_draft_is_measured_not_undetermined(few):
 # ---- 3. the releases read -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", ["0.25.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0"])
+@pytest.mark.parametrize(
+    "version", ["0.19.0", "0.22.0", "0.25.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0"]
+)
 def test_the_releases_read_between_the_rows_are_not_assumed(version):
     assert parse_engine(f"vllm=={version}").assumed_from is None
 
@@ -179,6 +181,10 @@ def test_the_releases_read_between_the_rows_are_not_assumed(version):
 @pytest.mark.parametrize(
     ("rows", "before", "first", "value"),
     [
+        (config.COPIES_NORM_BEFORE_FC, "0.18.0", "0.19.0", True),  # 0.19.0 algos.py:38
+        (config.FC_NUM_AUX, "0.19.0", "0.22.0", True),  # 0.22.0 llama_eagle3.py:178-190
+        (config.FC_NORM, "0.19.0", "0.22.0", True),  # 0.22.0 llama_eagle3.py:200-201
+        (capture.IDS_SOURCE, "0.19.0", "0.22.0", ("top_level", "eagle_config")),
         (load.UNKNOWN_KEY, "0.24.0", "0.25.0", "ValueError"),  # 0.25.0 llama_eagle3.py:256-269
         (load.IGNORE_UNEXPECTED_BIAS, "0.24.0", "0.25.0", True),  # 0.25.0 utils.py:402
         (config.COPIES_POST_NORM_FLAGS, "0.24.0", "0.25.0", True),  # 0.25.0 algos.py:39-40
