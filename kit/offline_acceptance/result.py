@@ -283,7 +283,7 @@ def _undetermined(r: OfflineResult, engine: str | None) -> Finding:
         fix="ship the tensors these parameters load from (see the load findings): no figure "
         "can be predicted until every parameter the draft reads is written",
         engine=engine,
-        source=getattr(ENGINES[r.wiring.release.name], "UNWRITTEN", None),
+        source=getattr(ENGINES[r.wiring.release.name].load, "UNWRITTEN", None),
         data=r.figures() | {"empty_params": list(r.wiring.empty_params)},
     )
 
