@@ -277,6 +277,8 @@ def offline(
         if row.result is not None:
             facts[f"offline_accept_len_{name}"] = round(row.result.accept_len, 4)
             facts[f"offline_accept_len_{name}_ci"] = row.result.accept_len_ci.to_list()
+            if row.result.undetermined:  # a best case: the engine reaches anything down to 1.00
+                facts[f"offline_accept_len_{name}_range"] = list(row.result.accept_len_range)
         else:
             facts[f"offline_{name}"] = f"does not run: {row.crash.title if row.crash else '?'}"
     if _has_chat_template(target) and (gap := prompt_format_gap(target, draft, raw=ref, **common)):

@@ -72,11 +72,17 @@ def test_v1_085_family_with_per_position(tmp_path, call_line, label):
 
 @pytest.mark.parametrize(
     ("call_line", "label"),
-    [(96, "vllm>=0.10.2,<0.11.1"), (100, "vllm>=0.11.1,<0.24.0"), (120, "vllm>=0.24.0")],
+    [
+        (96, "vllm>=0.10.2,<0.11.1"),
+        (100, "vllm>=0.11.1,<0.19.0"),
+        (101, "vllm>=0.19.0,<0.24.0"),
+        (120, "vllm>=0.24.0"),
+    ],
 )
 def test_v1_0102_family_with_apiserver_prefix(tmp_path, call_line, label):
-    """vllm 0.10.2-0.33.0 v1/spec_decode/metrics.py:96 (0.10.2, 0.11.0), :100 (0.11.1-0.18), :120
-    (0.24-0.33), with the `(APIServer pid=N) ` prefix; two windows 10 s apart."""
+    """vllm 0.10.2-0.33.0 v1/spec_decode/metrics.py:96 (0.10.2, 0.11.0), :100 (0.11.1-0.18), :101
+    (0.19-0.23), :120 (0.24-0.33), with the `(APIServer pid=N) ` prefix; two windows 10 s
+    apart."""
     lines = [
         f"(APIServer pid=4242) INFO 10-22 10:27:{s:02d} [metrics.py:{call_line}] "
         + V1_0102 % (2.54, 153.6, 300.0, 1536, 3000, POS, 51.2)

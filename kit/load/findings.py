@@ -479,7 +479,7 @@ def _left_at_init(r: LoadReport, fatal: Refusal | None) -> Finding | None:
         code="PARAM_LEFT_AT_INIT",
         severity=Severity.CRITICAL if garbage else Severity.WARNING,
         title=f"{len(others) + len(partial)} engine parameters are not (fully) loaded",
-        evidence=tuple(f"{p.name} {list(p.shape)} stays {p.init}" for p in others)
+        evidence=tuple(f"{p.name} {list(p.shape)} stays {p.init.left}" for p in others)
         + tuple(f"{p.name} misses shards {p.missing_shards}" for p in partial),
         fix="ship these tensors in the checkpoint"
         + (" (fc.bias: random init in this release)" if random_bias else ""),

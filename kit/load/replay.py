@@ -199,7 +199,7 @@ def _param_states(
         elif got:
             state, msg = State.LOADED, ""
         else:
-            state, msg = State.LEFT_AT_INIT, f"nothing loads it; stays {spec.init}"
+            state, msg = State.LEFT_AT_INIT, f"nothing loads it; stays {spec.init.left}"
         have = {k.shard for k in got}
         missing = [s for s, _ in spec.shards if s not in have] if got else []
         out.append(
