@@ -204,7 +204,7 @@ def test_offline_runs_the_draft_with_the_module_healthy_and_without_it_as_deploy
     healthy: Plan = plan_wiring(ck, cfg, target)
     deployed: Plan = plan_wiring(ck, cfg, target, "sglang==0.5.10")
     assert healthy.crash is None and deployed.crash is None
-    assert healthy.wiring.release.version >= parse_version("0.24.0")
+    assert healthy.wiring.release.version >= parse_version("0.22.0")  # fc_norm from vllm 0.22.0
     for plan, has in ((healthy, True), (deployed, False)):
         rel = plan.wiring.release
         module = build_draft(served_config(cfg, rel)[0], rel.name, rel)
