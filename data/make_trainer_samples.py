@@ -121,13 +121,17 @@ SPECFORGE_PATCH = (
     "them for SpecForge's default ids `[1, L//2-1, L-4]` = `[1, 3, 4]` "
     "(`algorithms/model_providers.py:204`; SGLang adds 1 and takes the state before that layer, "
     "Hugging Face's `hidden_states[id + 1]`). SpecForge itself installed with `--no-deps` over "
-    "torch 2.13.0 (it pins torch 2.11.0 and sglang 0.5.14)."
+    "torch 2.13.0 (it pins torch 2.11.0 and sglang 0.5.14). The draft trained in float32 "
+    "(`model.torch_dtype: float32` is one of SpecForge's settings); the exporter writes bf16 "
+    "itself (`export/checkpoint_io.py:161`)."
 )
 MODELOPT_PATCH = (
     "`eagle_use_torch_compile: false`. The draft layer's `intermediate_size`, "
     "`num_attention_heads`, `num_key_value_heads` and `head_dim` were set to the target's: "
     "ModelOpt's defaults (14336, 32 heads of 128, `torch/speculative/eagle/default_config.py:26-44`) "
-    "ignore the target and would make a 14 MB sample. Nothing else was changed."
+    "ignore the target and would make a 14 MB sample. Trained in float32 (bf16 parameters "
+    "without a float32 copy round Adam's small steps on the norm weights away) and cast to the "
+    "target's bf16 before the export. Nothing else was changed."
 )
 
 
@@ -179,6 +183,10 @@ SPECFORGE_SGLANG = """\
 SPECFORGE_HF = """\
 - The same tensors as `specforge-0.2.0-sglang`, plus `embed_tokens.weight` (512 x 128), read
   from the target by `export/to_hf.py:92-115` (`--embedding-source`).
+- **Mixed dtypes**: the exporter builds the draft in bf16 (`export/checkpoint_io.py:161`) and then
+  writes the checkpoint's own tensors over it (`export/to_hf.py:115`, "trained keys win"), so a
+  float32 run ships its trained weights in F32 beside the bf16 embedding (the SGLang export
+  saves the bf16 model's state and is bf16 throughout).
 - The same `config.json` (`dtype`, no aux ids).
 """
 MODELOPT_REDUCED = """\

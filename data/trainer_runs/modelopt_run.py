@@ -43,7 +43,7 @@ def load_target(path: Path, layers: int | None):
     """The target, or its first `layers` decoder layers (a smaller target of the same family)."""
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
     if layers is not None:
         model.model.layers = model.model.layers[:layers]
         model.config.num_hidden_layers = layers
@@ -106,7 +106,7 @@ def run(target: Path, prompts: Path, work: Path, out: Path, layers: int | None, 
         opt.step()
         if step % 10 == 0 or step == STEPS - 1:
             print(f"step {step} loss {float(result.loss):.3f}", flush=True)
-    model.eval()
+    model.eval().to(torch.bfloat16)  # trained in float32, shipped in the target's bf16
     export_speculative_decoding(model, export_dir=str(out))
 
 

@@ -90,11 +90,11 @@ def capture(target: Path, batch: torch.Tensor, layers: list[int]) -> tuple:
     """(aux states, final state) as SGLang hands them to SpecForge for output-of-layer ids."""
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(str(target), dtype=torch.float32)
     with torch.no_grad():
         out = model(batch, output_hidden_states=True)
     states = out.hidden_states
-    return torch.cat([states[k + 1] for k in layers], -1), states[-1]
+    return torch.cat([states[k + 1] for k in layers], -1), states[-1].to(torch.bfloat16)
 
 
 def train(target: Path, cfg_path: Path, prompts: Path) -> tuple:
@@ -111,7 +111,7 @@ def train(target: Path, cfg_path: Path, prompts: Path) -> tuple:
     torch.manual_seed(0)
     data = sequences(prompts)
     config = AutoDraftModelConfig.from_file(str(cfg_path))
-    draft = AutoDraftModel.from_config(config, torch_dtype=torch.bfloat16)
+    draft = AutoDraftModel.from_config(config, torch_dtype=torch.float32)
     d2t, t2d = process_token_dict_to_mappings(
         Counter(data.reshape(-1).tolist()), DRAFT_VOCAB, config.vocab_size
     )
