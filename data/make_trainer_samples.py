@@ -2,7 +2,7 @@
 
 Each trainer is installed from PyPI into a throwaway venv beside the CPU torch wheel the kit pins
 (`torch==2.13.0`), trains a one-layer EAGLE-3 draft for a few steps on the bundled target
-(`data/organism/target`) and exports it with its own exporter:
+(`data/pair/target`) and exports it with its own exporter:
 
 - `trainer_runs/specforge_run.py`: `specforge export --to sglang` and `--to hf`;
 - `trainer_runs/modelopt_run.py`: `mtsp.convert` + `export_speculative_decoding`, once on the
@@ -31,8 +31,8 @@ import tempfile
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent
-TARGET = DATA / "organism" / "target"
-PROMPTS = DATA / "organism" / "prompts.jsonl"
+TARGET = DATA / "pair" / "target"
+PROMPTS = DATA / "pair" / "prompts.jsonl"
 TORCH = "torch==2.13.0"
 
 VENVS = {
@@ -138,7 +138,7 @@ MODELOPT_PATCH = (
 def specforge(python: Path, work: Path, out: Path, target_config: dict) -> None:
     export = run_worker(python, "specforge_run.py", work)
     trainer = f"SpecForge 0.2.0 ({versions(python, ['specforge', 'torch', 'transformers'])})"
-    dims = f"`data/organism/target` ({target_dims(target_config)})"
+    dims = f"`data/pair/target` ({target_dims(target_config)})"
     for to, facts in (("sglang", SPECFORGE_SGLANG), ("hf", SPECFORGE_HF)):
         command = f"specforge export --to {to} --checkpoint RUN/sample-step80 --draft-config "
         command += "draft_config.json --output-dir OUT" + (
@@ -158,9 +158,9 @@ def modelopt(python: Path, work: Path, out: Path, target_config: dict) -> None:
     command += "export_speculative_decoding(model, export_dir=OUT)"
     cut = dict(target_config, num_hidden_layers=4)
     runs = (
-        ("modelopt-0.47.0", "reduced", target_config, "`data/organism/target`", MODELOPT_REDUCED),
+        ("modelopt-0.47.0", "reduced", target_config, "`data/pair/target`", MODELOPT_REDUCED),
         ("modelopt-0.47.0-fullvocab", "fullvocab", cut,
-         "`data/organism/target` cut to its first 4 decoder layers", MODELOPT_FULL),
+         "`data/pair/target` cut to its first 4 decoder layers", MODELOPT_FULL),
     )  # fmt: skip
     for title, sub, cfg, what, facts in runs:
         text = note(title, trainer, command, f"{what} ({target_dims(cfg)})", MODELOPT_PATCH, facts)

@@ -16,10 +16,10 @@ from safetensors.torch import load_file, save_file
 from tiny_layouts import DATA
 
 import kit
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
+from kit.checkpoint.formats import detect_format
 from kit.findings import Severity
-from kit.formats import detect_format
 
 SAMPLES = DATA / "samples"
 SF_SGLANG, SF_HF = SAMPLES / "specforge-0.2.0-sglang", SAMPLES / "specforge-0.2.0-hf"
@@ -123,7 +123,7 @@ def test_specforge_writes_dtype_both_maps_and_embed_only_for_hf():
         assert cfg.aux_layer_ids is None and "eagle_config" not in cfg.raw
     assert {"d2t", "t2d"} <= set(sglang) and {"d2t", "t2d"} <= set(hf)
     assert "embed_tokens.weight" not in sglang
-    with safe_open(str(DATA / "organism" / "target" / "model.safetensors"), "pt") as f:
+    with safe_open(str(DATA / "pair" / "target" / "model.safetensors"), "pt") as f:
         assert torch.equal(hf["embed_tokens.weight"], f.get_tensor("model.embed_tokens.weight"))
     assert set(hf) - set(sglang) == {"embed_tokens.weight"}
 
@@ -133,7 +133,7 @@ def test_modelopt_full_vocabulary_ships_the_target_head():
     t2d or embed_tokens; every engine that loads the draft loads that head."""
     state = tensors(MO_FULL)
     assert not {"d2t", "t2d", "embed_tokens.weight"} & set(state)
-    with safe_open(str(DATA / "organism" / "target" / "model.safetensors"), "pt") as f:
+    with safe_open(str(DATA / "pair" / "target" / "model.safetensors"), "pt") as f:
         assert torch.equal(state["lm_head.weight"], f.get_tensor("lm_head.weight"))
     for release in ("sglang==0.5.23", "vllm==0.33.0"):
         report = kit.simulate(MO_FULL, release)

@@ -164,7 +164,7 @@ def _injected_yarn(draft: Rope, target: Rope, p: Pair) -> Finding | None:
     `rope_type: default`, `torch/export/plugins/hf_spec_export.py:213-218`): the served draft
     rotates with scaled frequencies and a larger attention temperature from position 0, and
     positions past `original_max_position_embeddings` were never trained at all."""
-    from kit.formats import MODELOPT_EAGLE_FIELDS
+    from kit.checkpoint.formats import MODELOPT_EAGLE_FIELDS
 
     scaling = draft.scaling or {}
     modelopt = bool(set(p.draft.eagle_config) & MODELOPT_EAGLE_FIELDS)
