@@ -251,12 +251,26 @@ TRAINER_FORMATS: tuple[TrainerFormat, ...] = (
     ),
     TrainerFormat(
         "specforge",
-        "SpecForge (sgl-project) export",
+        "SpecForge (sgl-project) export (`specforge export --to sglang`)",
         (
             _arch("LlamaForCausalLMEagle3"),
             _FLAT,
             _layout(MIDLAYER),
             _NO_EMBED,
+            _D2T_T2D,
+            _SAFETENSORS,
+            _NOT_MODELOPT_EAGLE,
+        ),
+    ),
+    # 0.2.0 `export/to_hf.py:92-115` writes the target's embedding in; `to_sglang.py:85` drops it
+    TrainerFormat(
+        "specforge-hf",
+        "SpecForge (sgl-project) export (`specforge export --to hf`)",
+        (
+            _arch("LlamaForCausalLMEagle3"),
+            _FLAT,
+            _layout(MIDLAYER),
+            _EMBED,
             _D2T_T2D,
             _SAFETENSORS,
             _NOT_MODELOPT_EAGLE,

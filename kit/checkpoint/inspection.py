@@ -381,14 +381,16 @@ class D2tFault(Enum):
     IDENTITY = "all-zero offsets on a reduced vocabulary: the first target ids"
     OUT_OF_RANGE = "targets outside the target vocabulary"
     FEW_TARGETS = "several draft ids share one target id"
-    UNSORTED = "target ids out of order"
     T2D_DISAGREES = "d2t and t2d name different target ids"
 
 
 def check_vocab_maps(ck: Checkpoint, cfg: DraftConfig | None) -> list[Finding]:
-    """d2t holds offsets (every engine computes target id = i + d2t[i]) over sorted, distinct
-    target ids inside the target vocab, the same ids t2d marks (all trainers build it so).
-    Both tensors are read whole: they hold one value per token id."""
+    """d2t holds offsets (every engine computes target id = i + d2t[i]) onto distinct target ids
+    inside the target vocab, the same ids t2d marks. In any order: SpecForge and speculators
+    sort the kept ids, ModelOpt numbers them by frequency, so its offsets go negative (0.47.0
+    `torch/speculative/utils.py:62-76`), and every engine reads each id on its own
+    (docs/conventions.md#vocabulary-maps-d2t-and-t2d). Both tensors are read whole: they hold
+    one value per token id."""
     d2t_info = _get(ck, "d2t")
     if d2t_info is None or cfg is None:
         return []
@@ -446,8 +448,6 @@ def _d2t_faults(d2t, t2d, vocab: int) -> dict[D2tFault, str]:
             f"only {distinct} distinct target ids for {n} draft ids: {n - distinct} draft ids "
             "repeat a target another one already proposes (SafeAILab/EAGLE issue #248)"
         )
-    elif n > 1 and not bool((targets[1:] > targets[:-1]).all()):
-        found[D2tFault.UNSORTED] = "target ids i + d2t[i] are not in increasing order"
     comparable = marked is not None and not outside.numel() and not absolute
     if comparable and not torch.equal(marked, targets.sort().values):
         found[D2tFault.T2D_DISAGREES] = (

@@ -153,8 +153,54 @@ def rope(p: Pair) -> list[Finding]:
             )
         )
     if draft.scaling != target.scaling:
-        out.append(_scaling_finding(draft, target, why, p))
+        injected = _injected_yarn(draft, target, p)
+        out.append(injected or _scaling_finding(draft, target, why, p))
     return out
+
+
+def _injected_yarn(draft: Rope, target: Rope, p: Pair) -> Finding | None:
+    """ModelOpt trains with plain RoPE and writes YaRN into the export (0.47.0
+    `torch/speculative/config.py:380-381` `eagle_export_rope_scaling`, applied when training used
+    `rope_type: default`, `torch/export/plugins/hf_spec_export.py:213-218`): the served draft
+    rotates with scaled frequencies and a larger attention temperature from position 0, and
+    positions past `original_max_position_embeddings` were never trained at all."""
+    from kit.checkpoint.formats import MODELOPT_EAGLE_FIELDS
+
+    scaling = draft.scaling or {}
+    modelopt = bool(set(p.draft.eagle_config) & MODELOPT_EAGLE_FIELDS)
+    if target.scaling or scaling.get("rope_type") != "yarn" or not modelopt:
+        return None
+    original, factor = scaling.get("original_max_position_embeddings"), scaling.get("factor")
+    ctx, ctx_from = _served_context(p)
+    evidence = [
+        f"draft {draft.scaling_key or 'rope_scaling'}: {scaling}; the target scales nothing",
+        "ModelOpt trained this draft with plain RoPE and injected the YaRN at export "
+        "(eagle_export_rope_scaling)",
+    ]
+    if ctx is not None and original:
+        reach = f"{int(original * factor)}" if factor else "?"
+        inside = ctx <= original
+        evidence.append(
+            f"served context {ctx} ({ctx_from}) is "
+            + (f"within the {original} positions of the YaRN's original window: nothing to "
+               "extend, but the draft still attends with other rotations and a sharper softmax "
+               "than it was trained with" if inside else
+               f"past the original {original} (YaRN reaches {reach}): positions the draft never "
+               "saw in training")
+        )  # fmt: skip
+    return Finding(
+        code="ROPE_SCALING_MISMATCH",
+        severity=Severity.WARNING,
+        title="the draft config applies YaRN that ModelOpt injected at export; the draft was "
+        "trained with plain RoPE",
+        evidence=tuple(evidence),
+        fix="to serve the draft as it was trained, drop rope_scaling from its config.json (or "
+        "export with eagle_export_rope_scaling={}); keep it only to serve past the context the "
+        "draft was trained on, and measure acceptance there",
+        engine=p.cite(),
+        source="nvidia-modelopt 0.47.0 torch/export/plugins/hf_spec_export.py:213-218; "
+        "NVIDIA/Model-Optimizer PR #1238",
+    )
 
 
 def _scaling_finding(draft: Rope, target: Rope, why: str | None, p: Pair) -> Finding:

@@ -47,6 +47,29 @@ def trained_layers(draft: DraftConfig, n: int) -> list[int]:
     return list(draft.aux_layer_ids)
 
 
+SPECFORGE_DEFAULT = (
+    "outputs of layers [1, n//2-1, n-4] (specforge 0.2.0 algorithms/model_providers.py:193-204, "
+    "used when neither the run nor the draft config names ids), captured by SGLang one layer on"
+)
+EAGLE_DEFAULT = (
+    "the states before layers [2, n//2, n-3] (SafeAILab/EAGLE eagle/traineagle3/"
+    "modeling_llama_kv.py LlamaModel.forward)"
+)
+
+
+def trainer_default(draft: DraftConfig, n: int) -> tuple[str, list[int], str] | None:
+    """(trainer, the states it trains on when no ids are given, its source) for a flat config
+    that names none: SpecForge's `LlamaForCausalLMEagle3` (its exports never write the ids) or
+    the EAGLE reference's `LlamaForCausalLM`, both [2, n//2, n-3] counted after k layers. None
+    for a config whose trainer's default is not known (a speculators conversion without ids)."""
+    if draft.source != "flat":
+        return None
+    if "LlamaForCausalLMEagle3" in draft.architectures:
+        ids = [1, n // 2 - 1, n - 4]
+        return "SpecForge", [i + 1 for i in ids], f"{SPECFORGE_DEFAULT}: {ids} for n = {n}"
+    return "the EAGLE reference trainer", default_layers(n), f"{EAGLE_DEFAULT}, n = {n}"
+
+
 def read_ids(
     draft: DraftConfig, places: Sequence[str]
 ) -> tuple[list[int] | None, list[int] | None]:

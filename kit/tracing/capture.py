@@ -20,7 +20,7 @@ from typing import Any
 
 from kit.checkpoint.config import AFTER_K_LAYERS, DraftConfig, TargetConfig
 from kit.engines import ENGINES, EngineRelease, parse_engine, release_findings
-from kit.engines.aux_ids import in_loop, trained_layers
+from kit.engines.aux_ids import in_loop, trained_layers, trainer_default
 from kit.engines.vocab import Capture, FcGate, Feed
 from kit.findings import Finding, Severity, to_json
 
@@ -121,7 +121,7 @@ def simulate_capture(
         startup_error=cap.startup_error,
         sources=cap.sources,
     )
-    report.findings = release_findings(rel) + _findings(report, cap, draft)
+    report.findings = release_findings(rel) + _findings(report, cap, draft, given)
     if refusal is not None:
         report.findings.append(_traced_as_rewritten(report, given, refusal.message))
     return report
@@ -150,8 +150,11 @@ def _layers(ids: Sequence[int] | None) -> str:
     return "[" + ", ".join(str(i) for i in ids or ()) + "]"
 
 
-def _findings(r: CaptureReport, cap: Capture, draft: DraftConfig) -> list[Finding]:
-    """What is wrong with the hand-over. A target that cannot capture stops the story there."""
+def _findings(
+    r: CaptureReport, cap: Capture, draft: DraftConfig, given: DraftConfig
+) -> list[Finding]:
+    """What is wrong with the hand-over. A target that cannot capture stops the story there.
+    `draft` is the config as the release serves it, `given` the one the trainer wrote."""
     if r.startup_error:
         return [_unsupported(r, cap)]
     checks = (
@@ -160,6 +163,7 @@ def _findings(r: CaptureReport, cap: Capture, draft: DraftConfig) -> list[Findin
         _width_mismatch(r, cap),
         _layer_offset(r, cap, draft),
         _ids_ignored(r, cap, draft),
+        _ids_defaulted(r, cap, draft, given),
         _cuda_graph_layers(r, cap),
     )
     return [f for f in checks if f is not None]
@@ -341,6 +345,41 @@ def _ids_ignored(r: CaptureReport, cap: Capture, draft: DraftConfig) -> Finding 
         else "",
         engine=r.engine,
         source=cap.sources.get("ids_source"),
+    )
+
+
+def _ids_defaulted(
+    r: CaptureReport, cap: Capture, draft: DraftConfig, given: DraftConfig
+) -> Finding | None:
+    """A config that names no aux ids (SpecForge's exports never do) leaves the choice to the
+    engine: say what it captures and whether that is the trainer's own default."""
+    if not r.aux_capture or draft.aux_layer_ids or cap.config_ids or cap.ignored_ids:
+        return None
+    known = trainer_default(given, r.num_target_layers)
+    if known is None:
+        return None
+    trainer, trained, source = known
+    differs = r.captured_layers != trained
+    return Finding(
+        code="AUX_IDS_DEFAULT",
+        severity=Severity.ERROR if differs else Severity.INFO,
+        title=f"the draft config names no aux layer ids: {r.engine} captures its default "
+        f"states after {_layers(r.captured_layers)} layers, "
+        + ("not the ones" if differs else "the ones")
+        + f" {trainer} trains on by default",
+        evidence=(
+            f"{r.engine} captures the states after {_layers(r.captured_layers)} layers "
+            f"({cap.sources.get('default_ids', 'its default')})",
+            f"{trainer}'s default: {source}",
+            "a run that set its own ids leaves no trace in this config: compare with the "
+            "training run's settings",
+        ),
+        fix="write the ids the draft was trained on into the config, where this release reads them"
+        if differs
+        else "",
+        engine=r.engine,
+        source=cap.sources.get("default_ids"),
+        data={"trained": trained, "captured": r.captured_layers},
     )
 
 
