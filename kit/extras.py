@@ -1,0 +1,56 @@
+"""Which optional extra provides a module, and the one-line error when it is missing.
+
+The core install (`pip install eagle3-debug-kit`) reads headers, logs, metrics and launch lines
+with numpy alone; torch, transformers and the notebook stack come with extras. A command that
+reaches for one of them without it gets `MissingExtra`, a `KitError` (one line, exit 2) that
+names the `pip install` to run, instead of a traceback ending in `ModuleNotFoundError`.
+"""
+
+from __future__ import annotations
+
+from kit.errors import KitError
+
+DISTRIBUTION = "eagle3-debug-kit"
+
+# top-level module -> the extra that installs it (pyproject.toml's optional-dependencies)
+EXTRA_OF_MODULE: dict[str, str] = {
+    "torch": "offline",
+    "transformers": "offline",
+    "accelerate": "offline",
+    "tqdm": "offline",
+    "jupyterlab": "notebooks",
+    "papermill": "notebooks",
+    "jupytext": "notebooks",
+    "ipywidgets": "notebooks",
+    "plotly": "notebooks",
+    "nbformat": "notebooks",
+    "nbclient": "notebooks",
+    "ipykernel": "notebooks",
+    "IPython": "notebooks",
+}
+
+
+class MissingExtra(KitError, ImportError):
+    """A module of an extra is not installed. Also an ImportError, so code that already
+    catches one keeps working."""
+
+    def __init__(self, module: str, extra: str) -> None:
+        self.module, self.extra = module, extra
+        KitError.__init__(
+            self,
+            f"this needs {module}, which comes with the {extra!r} extra: "
+            f"pip install '{DISTRIBUTION}[{extra}]'",
+        )
+
+
+def missing_extra(error: ImportError) -> MissingExtra | None:
+    """The `MissingExtra` an ImportError stands for, or None when it is not one of an extra's
+    modules (then it is a real bug or a broken install, and keeps its traceback)."""
+    if isinstance(error, MissingExtra):
+        return error
+    name = getattr(error, "name", None) or ""
+    top = name.split(".")[0]
+    extra = EXTRA_OF_MODULE.get(top)
+    if extra is None or not isinstance(error, ModuleNotFoundError):
+        return None
+    return MissingExtra(top, extra)
