@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from kit.errors import KitError
     from kit.findings import dumps
     from kit.report.console import make_console, print_findings
+    from kit.schema import stamped
 
     if args.launch is None and (args.draft is None or args.target_config is None):
         raise KitError("give --launch, or --draft and --target-config (the config rules)")
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         accept_len=args.accept_len,
     )
     if args.json:
-        print(dumps(report.to_dict()))
+        print(dumps(stamped("deployment", report.to_dict())))
         return gate(report.findings, args.fail_on)
     title = f"deployment: {report.facts.get('engine') or 'no release'}, root causes first"
     print_findings(make_console(), report.findings, title)

@@ -45,7 +45,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--timeout", type=positive_float, default=300, help="cell execution timeout, seconds"
     )
     p.add_argument("--workers", type=positive_int, default=2, help="notebooks run in parallel")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         probe_interval=args.probe_interval,
     )
     result = run_notebooks(
-        inputs, args.out, timeout=args.timeout, workers=args.workers, progress=not args.quiet
+        inputs, args.out, timeout=args.timeout, workers=args.workers, progress=args.quiet is None
     )
     console = make_console()
     print_findings(console, result.findings, "Findings, root causes first")
