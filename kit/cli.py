@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 
 from kit import __version__
@@ -57,8 +58,9 @@ exit codes:
   2  bad input: a missing or malformed file, a bad option, an extra not installed
 
 Output is plain text when stdout is not a terminal or NO_COLOR is set. --json prints one object
-with "schema_version" and "kit_version" (docs/schemas/). --quiet [SEVERITY] prints only the
-findings at or above SEVERITY (default: warning). Run COMMAND --help for a command's options.
+with "schema_version" and "kit_version" (docs/schemas/). --quiet prints only the findings at
+warning and above, --min-severity SEVERITY those at or above SEVERITY (info, warning, error,
+critical). Run COMMAND --help for a command's options.
 """
 
 
@@ -92,15 +94,29 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 
 def add_quiet(p: argparse.ArgumentParser) -> None:
+    """`--quiet`: findings at warning and above, nothing else; `--min-severity` picks another
+    threshold (and implies --quiet). A flag and a separate option rather than `--quiet [LEVEL]`,
+    which would swallow a checkpoint path written after it."""
     p.add_argument(
+        "-q",
         "--quiet",
-        nargs="?",
+        action="store_const",
         const=Severity.WARNING,
         default=None,
+        help="print only findings at warning and above (--json output is unchanged)",
+    )
+    p.add_argument(
+        "--min-severity",
         type=severity,
         metavar="SEVERITY",
-        help="print only findings at or above SEVERITY (default: warning); --json is unchanged",
+        help="print only findings at or above SEVERITY (implies --quiet)",
     )
+
+
+def _quiet_threshold(args: argparse.Namespace) -> Severity | None:
+    if getattr(args, "json", False):
+        return None
+    return args.min_severity or args.quiet
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -108,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        with quiet_findings(None if getattr(args, "json", False) else args.quiet):
+        with quiet_findings(_quiet_threshold(args)):
             return int(args._run(args) or 0)
     except KitError as e:
         return _bad_input(args, e)
@@ -117,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
         if extra is None:
             raise
         return _bad_input(args, extra)
+    except BrokenPipeError:  # `| head` stopped reading: no traceback; 141 as for SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

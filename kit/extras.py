@@ -8,6 +8,8 @@ names the `pip install` to run, instead of a traceback ending in `ModuleNotFound
 
 from __future__ import annotations
 
+import importlib.util
+
 from kit.errors import KitError
 
 DISTRIBUTION = "eagle3-debug-kit"
@@ -54,3 +56,11 @@ def missing_extra(error: ImportError) -> MissingExtra | None:
     if extra is None or not isinstance(error, ModuleNotFoundError):
         return None
     return MissingExtra(top, extra)
+
+
+def require(*modules: str) -> None:
+    """Stop now, before any output, when a module a command will need is not installed: `run`
+    would otherwise start five kernels and fail in each."""
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            raise MissingExtra(module, EXTRA_OF_MODULE[module])

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from kit.deployment import check
     from kit.errors import KitError
     from kit.findings import dumps
-    from kit.report.console import make_console, print_findings
+    from kit.report.console import make_console, print_findings, quiet
     from kit.schema import stamped
 
     if args.launch is None and (args.draft is None or args.target_config is None):
@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
         return gate(report.findings, args.fail_on)
     title = f"deployment: {report.facts.get('engine') or 'no release'}, root causes first"
     print_findings(make_console(), report.findings, title)
+    if quiet():
+        return gate(report.findings, args.fail_on)
     for rule, why in report.skipped.items():
         print(f"skipped {rule}: {why}")
     for fact, value in report.facts.items():

@@ -130,9 +130,10 @@ def run(args: argparse.Namespace) -> int:
         key = "matrix" if args.matrix else "rows"
         print(dumps(stamped("offline", {key: [r.to_dict() for r in rows]})))
     else:
-        from kit.report.console import make_console, print_findings
+        from kit.report.console import make_console, print_findings, quiet
 
-        _print(rows)
+        if not quiet():
+            _print(rows)
         print_findings(make_console(), gated)
     return gate(gated, args.fail_on)
 

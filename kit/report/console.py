@@ -2,7 +2,9 @@
 
 Rich falls back to 80 columns when output is piped (CI logs, `| less`, files), which folds the
 key tables into unreadable slivers; piped output gets 120 columns unless COLUMNS says otherwise.
-Colour follows rich's rules: none when stdout is not a terminal or NO_COLOR is set.
+Plain text (no escape codes at all) when stdout is not a terminal, and under NO_COLOR: rich alone
+would drop the colours there but keep bold and italics, which a log or a screen reader does not
+want either.
 
 `--quiet SEVERITY` (`quiet_findings`): every console a command makes is muted, and
 `print_findings` prints only the findings at or above SEVERITY, on a console of its own, so a CI
@@ -38,6 +40,11 @@ def quiet_findings(threshold: Severity | None) -> Iterator[None]:
             _quiet.pop()
 
 
+def quiet() -> bool:
+    """Under --quiet: output other than findings is not printed (`print` callers ask here)."""
+    return bool(_quiet)
+
+
 def make_console(stderr: bool = False) -> Console:
     if _quiet:  # tables, notes and summaries are not findings: muted under --quiet
         return Console(file=io.StringIO())
@@ -45,9 +52,10 @@ def make_console(stderr: bool = False) -> Console:
 
 
 def _console(stderr: bool = False) -> Console:
-    console = Console(stderr=stderr)
+    plain = {"color_system": None} if os.environ.get("NO_COLOR") else {}
+    console = Console(stderr=stderr, **plain)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(stderr=stderr, width=PIPED_WIDTH)
+        console = Console(stderr=stderr, width=PIPED_WIDTH, **plain)
     return console
 
 
