@@ -39,10 +39,17 @@ class MissingExtra(KitError, ImportError):
     def __init__(self, module: str, extra: str) -> None:
         self.module, self.extra = module, extra
         KitError.__init__(
-            self,
-            f"this needs {module}, which comes with the {extra!r} extra: "
-            f"pip install '{DISTRIBUTION}[{extra}]'",
+            self, f"this needs {module}, which comes with the {extra!r} extra: {install(extra)}"
         )
+
+
+def install(extra: str) -> str:
+    """The command that installs an extra."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
+
+
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 def missing_extra(error: ImportError) -> MissingExtra | None:
@@ -62,5 +69,5 @@ def require(*modules: str) -> None:
     """Stop now, before any output, when a module a command will need is not installed: `run`
     would otherwise start five kernels and fail in each."""
     for module in modules:
-        if importlib.util.find_spec(module) is None:
+        if not installed(module):
             raise MissingExtra(module, EXTRA_OF_MODULE[module])

@@ -103,3 +103,21 @@ def test_a_closed_pipe_is_no_traceback():
         shell=True, capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
     assert head.stdout == '{\n  "repor' and "Traceback" not in head.stderr
+
+
+def test_deployment_without_transformers_checks_the_rest_and_says_what_it_skipped():
+    """The bundled draft keeps 256 of 512 ids (a d2t) and its target has a tokenizer: the
+    unreachable-tokens rule would load it. Without transformers (the core install) that rule is
+    skipped with the extra named, and every other check still runs: exit 0."""
+    import json
+
+    hide = (
+        "import sys; sys.modules['transformers'] = None; from kit.cli import main; sys.exit(main())"
+    )
+    pair = ["--draft", str(DRAFT), "--target-config", str(DATA / "pair" / "target"), "--json"]
+    out = _kit("deployment", *pair, code=hide)
+    assert out.returncode == 0, out.stderr
+    skipped = json.loads(out.stdout)["skipped"]
+    assert "pip install 'eagle3-debug-kit[offline]'" in skipped["unreachable tokens"]
+    full = json.loads(_kit("deployment", *pair).stdout)
+    assert "unreachable tokens" not in full["skipped"] and "served_tokenizer" in full["facts"]

@@ -11,7 +11,7 @@ WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 DATA="$WORK/data"
 mkdir -p "$DATA"
-cp -r "$REPO/data/pair/draft" "$REPO/data/incident" "$REPO/data/samples/speculators-0.9.0-tiny" \
+cp -r "$REPO/data/pair" "$REPO/data/incident" "$REPO/data/samples/speculators-0.9.0-tiny" \
   "$DATA/"
 
 step() { printf "== %s (%ss)\n" "$*" "$SECONDS"; }
@@ -45,18 +45,20 @@ json() {  # json NAME ARGS...: the command's --json output in NAME.json; exit co
 }
 
 step "torch-free commands, --json checked against docs/schemas"
-json inspect inspect "$DATA/draft"
+json inspect inspect "$DATA/pair/draft"
 json simulate simulate "$DATA/speculators-0.9.0-tiny" --engine sglang==0.5.10
 json matrix simulate "$DATA/speculators-0.9.0-tiny" --engine all
 json fix fix "$DATA/speculators-0.9.0-tiny" --engine sglang==0.5.10 --out "$WORK/fixed"
 json acceptance acceptance "$DATA/incident/logs/before.log"
 json deployment deployment --launch "$DATA/incident/launch.sh"
-json doctor doctor --draft "$DATA/draft" --log "$DATA/incident/logs/before.log"
+json deployment-pair deployment --draft "$DATA/pair/draft" --target-config "$DATA/pair/target"
+grep -q "eagle3-debug-kit\[offline\]" deployment-pair.json || fail "no skipped check names the extra"
+json doctor doctor --draft "$DATA/pair/draft" --log "$DATA/incident/logs/before.log"
 "$PY" "$REPO/tests/package/schemas.py" ./*.json || fail "a --json output leaves its schema"
 grep -q '"report": "doctor"' doctor.json && grep -q '"schema_version": 1' doctor.json
 "$KIT" --help | grep -q "^    doctor " || fail "--help does not list doctor"
 "$WORK/core/bin/python" -m kit --version | grep -q "^eagle3-kit " || fail "python -m kit"
-"$KIT" inspect "$DATA/draft" --quiet >/dev/null
+"$KIT" inspect "$DATA/pair/draft" --quiet >/dev/null
 
 step "commands that need an extra name it"
 expect_extra() {  # expect_extra EXTRA ARGS...
@@ -68,7 +70,7 @@ expect_extra() {  # expect_extra EXTRA ARGS...
   grep -q "pip install 'eagle3-debug-kit\[$extra\]'" err.txt || fail "$1: $(cat err.txt)"
   echo "   $1: $(cat err.txt)"
 }
-expect_extra offline offline --target "$DATA/draft" --draft "$DATA/draft"
+expect_extra offline offline --target "$DATA/pair/target" --draft "$DATA/pair/draft"
 expect_extra offline trace --draft "$DATA/incident/kimi-k2.5/draft" \
   --target-config "$DATA/incident/kimi-k2.5/target" --engine sglang==0.5.10
 expect_extra notebooks run --out "$WORK/run"
