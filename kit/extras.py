@@ -8,11 +8,15 @@ names the `pip install` to run, instead of a traceback ending in `ModuleNotFound
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from kit.errors import KitError
 
 DISTRIBUTION = "eagle3-debug-kit"
+F = TypeVar("F", bound=Callable[..., Any])
 
 # top-level module -> the extra that installs it (pyproject.toml's optional-dependencies)
 EXTRA_OF_MODULE: dict[str, str] = {
@@ -71,3 +75,20 @@ def require(*modules: str) -> None:
     for module in modules:
         if not installed(module):
             raise MissingExtra(module, EXTRA_OF_MODULE[module])
+
+
+def names_extras(fn: F) -> F:
+    """A public call that raises `MissingExtra` (still an ImportError) where its heavy import
+    fails for want of an extra: a notebook or a script gets the same line as the CLI."""
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ImportError as e:
+            extra = missing_extra(e)
+            if extra is None:
+                raise
+            raise extra from None
+
+    return call  # type: ignore[return-value]

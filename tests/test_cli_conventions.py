@@ -121,3 +121,20 @@ def test_deployment_without_transformers_checks_the_rest_and_says_what_it_skippe
     assert "pip install 'eagle3-debug-kit[offline]'" in skipped["unreachable tokens"]
     full = json.loads(_kit("deployment", *pair).stdout)
     assert "unreachable tokens" not in full["skipped"] and "served_tokenizer" in full["facts"]
+
+
+def test_a_public_call_names_the_extra_too():
+    """kit.offline without torch: a KitError (also an ImportError) with the pip line."""
+    code = (
+        "import sys; sys.modules['torch'] = None; import kit\n"
+        "try:\n"
+        f"    kit.offline({str(DATA / 'pair' / 'target')!r}, {str(DRAFT)!r}, 'vllm==0.11.2')\n"
+        "except kit.KitError as e:\n"
+        "    print(type(e).__name__, isinstance(e, ImportError), e)\n"
+    )
+    out = _kit(code=code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (
+        "MissingExtra True this needs torch, which comes with the 'offline' extra: "
+        "pip install 'eagle3-debug-kit[offline]'\n"
+    )
