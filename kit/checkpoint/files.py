@@ -4,7 +4,8 @@ A checkpoint is one `.safetensors` file, a sharded set behind `model.safetensors
 folder holding either, a `pytorch_model.bin` / `.pt` (opened with `torch.load(weights_only=True,
 mmap=True)` only: never a plain unpickle), or a local Hugging Face cache entry named by repo id.
 For safetensors only the 8-byte length and the JSON header are read; tensor bytes are read on
-request (`read_tensor`, `stats`).
+request: as numpy arrays (`read_array`, the statistics; no torch needed) or as torch tensors
+(`Checkpoint.read_tensor`, for building modules). A pickle always needs torch.
 """
 
 from __future__ import annotations
