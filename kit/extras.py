@@ -24,6 +24,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "transformers": "offline",
     "accelerate": "offline",
     "tqdm": "offline",
+    "safetensors": "offline",
     "jupyterlab": "notebooks",
     "papermill": "notebooks",
     "jupytext": "notebooks",

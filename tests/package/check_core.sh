@@ -27,7 +27,7 @@ step "install the core alone into a fresh venv"
 "${PYTHON:-python3}" -m venv --without-pip "$WORK/core"
 "$PY" -m pip --python "$WORK/core/bin/python" install --quiet --disable-pip-version-check \
   "$WHEEL" 2>&1 | grep -v '^WARNING: Location' || true
-for heavy in torch transformers accelerate plotly papermill jupyterlab nbformat; do
+for heavy in torch transformers accelerate safetensors plotly papermill jupyterlab nbformat; do
   "$WORK/core/bin/python" -c "import importlib.util as u, sys; sys.exit(u.find_spec('$heavy') is not None)" \
     || fail "the core install brought in $heavy"
 done
