@@ -17,8 +17,11 @@ $(STAMP): requirements.txt pyproject.toml setup.py
 demo: $(STAMP)
 	$(PY) -m kit run --out runs/demo
 
+# Test files run in parallel, each whole on one worker (its module fixtures built once):
+# the notebook runs on one core while the rest share the other. TEST_WORKERS=0: serial.
+TEST_WORKERS ?= 2
 test: $(STAMP) lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -38,7 +41,7 @@ lab: $(STAMP)
 	JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	PYTHONPATH="$(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))" \
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(LAB_ROOT_FLAG) $(LAB_ARGS) \
-		notebooks/01_key_inspection.py
+		--LabApp.default_url=/lab/tree/notebooks/01_key_inspection.py notebooks/01_key_inspection.py
 
 # The wheel installed alone (no extras, no torch) in a fresh venv, its commands run from outside
 # the checkout (CI runs it too).

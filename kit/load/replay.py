@@ -126,7 +126,8 @@ def _replay(
             fatal = eng.missing_d2t_failure(rel)
     states = [] if refusal else _param_states(params, keys, eng.from_target(ctx))
     if fatal is None and states and not any(k.outcome == Outcome.ERROR for k in keys):
-        fatal = _unloaded_failure(eng, ctx, states)  # met after the keys' own errors
+        # met after the keys' own errors; engines that do not fail leave the parameter at init
+        fatal = eng.unloaded_failure(ctx, [p.name for p in states if p.state == State.LEFT_AT_INIT])
     crashed = fatal is not None or any(k.outcome == Outcome.ERROR for k in keys)
     report = LoadReport(str(rel), keys, states, [], crashed, refusal=refusal)
     upgrade = None
@@ -134,16 +135,6 @@ def _replay(
         upgrade = _first_clean_release(shapes, cfg, rel)
     report.findings = findings_for(report, rel, cfg, fatal, upgrade)
     return report
-
-
-def _unloaded_failure(eng: Any, ctx: LoadContext, states: list[ParamState]) -> Refusal | None:
-    """The load error of an engine whose loader fails on a parameter no tensor fills (the
-    optional `unloaded_failure` of its package, e.g. TensorRT-LLM); the others leave such a
-    parameter at its init, which the findings report."""
-    check = getattr(eng, "unloaded_failure", None)
-    if check is None:
-        return None
-    return check(ctx, [p.name for p in states if p.state == State.LEFT_AT_INIT])
 
 
 def _first_clean_release(

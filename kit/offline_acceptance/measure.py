@@ -199,7 +199,7 @@ def measure(
     per_prompt = [Counts() for _ in prompts]
     fc_applied, t0 = False, time.perf_counter()
     reset_peak_memory()
-    bar = _progress(opts.progress and len(groups) >= PROGRESS_MIN_GROUPS, len(prompts))
+    bar = _progress(opts.progress and len(groups) >= PROGRESS_MIN_GROUPS, len(prompts), wiring)
     with torch.inference_mode():
         for length, members in sorted(groups.items()):
             ids = torch.tensor([prompts[i].ids for i in members], device=here)
@@ -348,10 +348,19 @@ def _threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _progress(enabled: bool, total: int):
-    """A tqdm bar on a terminal only: in a pipe or a CI log it stays silent (`disable=None`)."""
+def _progress(enabled: bool, total: int, wiring: Wiring):
+    """A tqdm bar on a terminal only: in a pipe or a CI log it stays silent (`disable=None`).
+    It names the wiring it measures, so a notebook's several bars can be told apart."""
     from tqdm.auto import tqdm
 
     return tqdm(
-        total=total, desc="offline acceptance", unit="prompt", disable=None if enabled else True
+        total=total, desc=bar_label(wiring), unit="prompt", disable=None if enabled else True
     )
+
+
+def bar_label(wiring: Wiring) -> str:
+    """`healthy`, or the release with its aux capture and what-ifs: what one bar measures."""
+    if wiring.healthy:
+        return "healthy"
+    parts = [str(wiring.release), f"aux capture {'on' if wiring.aux_capture else 'off'}"]
+    return ", ".join(parts + list(wiring.what_if))

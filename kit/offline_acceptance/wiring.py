@@ -59,11 +59,14 @@ class Wiring:
         if self.feeds == Feed.AUX_CONCAT:
             feed += f" (target states {list(self.layers)})"
         fc = {True: "applied", False: "bypassed", None: "never runs"}[self.fc_applied]
-        why = (
-            f"the release's own rule for {self.target_class}"
-            if self.aux_capture_given is None
-            else "as given for the deployment"
-        )
+        if self.aux_capture_given is None:
+            why = f"the release's own rule for {self.target_class}"
+        elif self.aux_capture == self.aux_capture_given:
+            why = "as given for the deployment"
+        else:
+            why = (
+                f"what-if: the deployment was given it {'on' if self.aux_capture_given else 'off'}"
+            )
         lines = [
             "healthy wiring: every tensor loaded, the trained states through fc"
             if self.healthy
