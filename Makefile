@@ -4,12 +4,14 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format lab bench data clean
+.PHONY: demo test lint format lab bench data clean check-core
 
-$(STAMP): requirements.txt
+# The package with every extra, editable, resolved together with requirements.txt: its pins are
+# the lock of this venv (torch's CPU build among them); pyproject.toml's ranges are what a user's
+# `pip install eagle3-debug-kit` accepts. A pin outside a range fails here, loudly.
+$(STAMP): requirements.txt pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt -e '.[all]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -41,8 +43,13 @@ lab: $(STAMP)
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(LAB_ROOT_FLAG) $(LAB_ARGS) \
 		--LabApp.default_url=/lab/tree/notebooks/01_key_inspection.py notebooks/01_key_inspection.py
 
+# The wheel installed alone (no extras, no torch) in a fresh venv, its commands run from outside
+# the checkout (CI runs it too).
+check-core: $(STAMP)
+	tests/package/check_core.sh
+
 bench: $(STAMP)
 	$(PY) -m bench
 
 clean:
-	rm -rf runs bench/out .pytest_cache
+	rm -rf runs bench/out .pytest_cache build dist

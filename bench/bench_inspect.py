@@ -189,7 +189,7 @@ def measure_sampled(draft: Path) -> dict:
     load_code = "import sys; from bench.bench_inspect import load_all; load_all(sys.argv[1])"
     out["load_file"] = child([sys.executable, "-c", load_code, str(draft / "model.safetensors")], 3)
     ck = open_checkpoint(draft)
-    checkpoint_stats(ck, sample_bytes=SAMPLE_BYTES)  # torch's first-call costs, not the read's
+    checkpoint_stats(ck, sample_bytes=SAMPLE_BYTES)  # first-call costs (imports), not the read's
     out["stats_sampled_s"] = best_time(lambda: checkpoint_stats(ck, sample_bytes=SAMPLE_BYTES), 5)
     out["stats_full_s"] = best_time(lambda: checkpoint_stats(ck), 1)
     out["load_file_s"] = best_time(lambda: load_all(draft / "model.safetensors"), 3)

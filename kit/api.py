@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kit.extras import names_extras
+
 if TYPE_CHECKING:
     from kit.acceptance.analysis import AcceptanceReport
     from kit.acceptance.live import ProbeReport
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 Pathish = str | Path
 
 
+@names_extras
 def inspect(draft: Pathish, *, stats: str = "sampled") -> InspectionReport:
     """What the checkpoint holds, which trainer wrote it, what looks wrong. `stats`: "none"
     (headers only), "sampled" (a bounded sample of each tensor) or "full" (every byte)."""
@@ -35,6 +38,7 @@ def inspect(draft: Pathish, *, stats: str = "sampled") -> InspectionReport:
     return inspect_checkpoint(draft, stats=StatsRead[stats.upper()])
 
 
+@names_extras
 def simulate(draft: Pathish, engine: str, *, config: Pathish | None = None) -> LoadReport:
     """What one engine release does with every key of the checkpoint (`engine` like
     `sglang==0.5.10`), headers only; `config` defaults to the config.json beside it."""
@@ -44,6 +48,7 @@ def simulate(draft: Pathish, engine: str, *, config: Pathish | None = None) -> L
     return simulate_load(ck, cfg, engine)
 
 
+@names_extras
 def release_matrix(draft: Pathish, engine: str = "all") -> list[MatrixRow]:
     """Every release of one engine (or of every engine: "all"), grouped by what it does with
     this checkpoint as saved and once config.json is rewritten."""
@@ -54,6 +59,7 @@ def release_matrix(draft: Pathish, engine: str = "all") -> list[MatrixRow]:
     return matrix(ck, cfg, list(ENGINES) if engine == "all" else [engine])
 
 
+@names_extras
 def fix(
     draft: Pathish, engine: str, *, out: Pathish | None = None, in_place: bool = False
 ) -> tuple[FixPlan, Path | None]:
@@ -70,6 +76,7 @@ def fix(
     return plan, written
 
 
+@names_extras
 def trace(
     draft: Pathish,
     target_config: Pathish,
@@ -91,6 +98,7 @@ def trace(
     )  # fmt: skip
 
 
+@names_extras
 def analyze_logs(
     logs: Sequence[Pathish],
     *,
@@ -109,6 +117,7 @@ def analyze_logs(
     return analyze(runs, expected_accept_len=expected_accept_len, baseline=base)
 
 
+@names_extras
 def probe(url: str, *, interval: float = 10.0, requests: int = 0) -> ProbeReport:
     """A running SGLang or vLLM server's acceptance now, its settings, and what they mean."""
     from kit.acceptance.live import probe as live_probe
@@ -116,6 +125,7 @@ def probe(url: str, *, interval: float = 10.0, requests: int = 0) -> ProbeReport
     return live_probe(url, interval=interval, requests=requests)
 
 
+@names_extras
 def offline(
     target: Pathish,
     draft: Pathish,
@@ -139,6 +149,7 @@ def offline(
     )  # fmt: skip
 
 
+@names_extras
 def check_deployment(launch: Pathish | None = None, **inputs: Any) -> DeploymentReport:
     """The server's launch line (text or script) read with that release's flags, and what the
     draft and target configs and tokenizers disagree on (`draft`, `target_config`, `engine`,
@@ -148,6 +159,7 @@ def check_deployment(launch: Pathish | None = None, **inputs: Any) -> Deployment
     return check(launch, **inputs)
 
 
+@names_extras
 def doctor(draft: Pathish | None = None, **inputs: Any) -> Diagnosis:
     """Every check the inputs allow, evidence reconciled, root causes first (see
     `kit.verdict.diagnose` for the inputs: target_config, engine, logs, launch, target …)."""
@@ -156,6 +168,7 @@ def doctor(draft: Pathish | None = None, **inputs: Any) -> Diagnosis:
     return diagnose(draft, **inputs)
 
 
+@names_extras
 def run(out: Pathish, **inputs: Any) -> Run:
     """The notebooks run headless on the inputs (`kit.report.runbook.RunInputs`' fields; none: the
     bundled incident), written to `out` with `postmortem.html` and `findings.json`."""

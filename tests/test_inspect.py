@@ -52,7 +52,8 @@ def test_json_contract(sample_dir):
     out = cli(str(sample_dir), "--json", "--header-only")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
-    assert list(report) == ["path", "format", "config", "tensors", "findings", "stats_read"]
+    stamp = ["report", "schema_version", "kit_version"]
+    assert list(report) == [*stamp, "path", "format", "config", "tensors", "findings", "stats_read"]
     assert report["stats_read"] == "none"
     assert {"name", "evidence"} <= set(report["format"])
     assert report["format"]["name"] == "speculators-trainer"

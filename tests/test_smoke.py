@@ -30,7 +30,7 @@ def test_cli_version():
     from kit import __version__
 
     out = subprocess.run([sys.executable, "-m", "kit", "--version"], capture_output=True, text=True)
-    assert out.returncode == 0 and out.stdout.strip() == f"python -m kit {__version__}"
+    assert out.returncode == 0 and out.stdout.strip() == f"eagle3-kit {__version__}"
 
 
 def test_json_errors_reach_stdout(tmp_path):

@@ -206,7 +206,8 @@ def test_cli_json_is_the_issue_shape(capsys):
     rc, out, _ = cli(capsys, *INCIDENT, "--engine", "sglang==0.5.10", "--no-aux-capture", "--json")
     d = json.loads(out)
     assert rc == 0
-    assert list(d)[:5] == ["captured_layers", "hidden_width", "fc_applied", "hooks", "findings"]
+    assert list(d)[:3] == ["report", "schema_version", "kit_version"]  # the stamp, then the report
+    assert list(d)[3:8] == ["captured_layers", "hidden_width", "fc_applied", "hooks", "findings"]
     assert d["hidden_width"] == 7168 and d["fc_applied"] is False
     assert all(set(h) == {"name", "shape", "dtype"} for h in d["hooks"])
     assert d["findings"][0]["code"] == "FC_BYPASSED"

@@ -4,7 +4,8 @@ A checkpoint is one `.safetensors` file, a sharded set behind `model.safetensors
 folder holding either, a `pytorch_model.bin` / `.pt` (opened with `torch.load(weights_only=True,
 mmap=True)` only: never a plain unpickle), or a local Hugging Face cache entry named by repo id.
 For safetensors only the 8-byte length and the JSON header are read; tensor bytes are read on
-request (`read_tensor`, `stats`).
+request: as numpy arrays (`read_array`, the statistics; no torch needed) or as torch tensors
+(`Checkpoint.read_tensor`, for building modules). A pickle always needs torch.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+
+from kit.checkpoint.decode import DECODABLE, decode
 from kit.errors import KitError
 from kit.load.undo import UNDO_SUFFIX, torn_files
 
@@ -496,24 +500,6 @@ STATS_CHUNK_BYTES = 1 << 20
 # values (512 Ki BF16) that the init tests below see the statistics of the whole tensor.
 SAMPLE_BYTES = 1 << 20
 SAMPLE_WINDOWS = 16
-_ST_TO_TORCH = {
-    "BOOL": "bool",
-    "U8": "uint8",
-    "I8": "int8",
-    "I16": "int16",
-    "U16": "uint16",
-    "I32": "int32",
-    "U32": "uint32",
-    "I64": "int64",
-    "U64": "uint64",
-    "F16": "float16",
-    "BF16": "bfloat16",
-    "F32": "float32",
-    "F64": "float64",
-    "F8_E5M2": "float8_e5m2",
-    "F8_E4M3": "float8_e4m3fn",
-    "F8_E8M0": "float8_e8m0fnu",
-}
 
 
 @dataclass(frozen=True)
@@ -555,19 +541,17 @@ class _Moments:
         self.sums = [0.0, 0.0, 0.0, 0.0]
         self.lo, self.hi = math.inf, -math.inf
 
-    def add(self, chunk) -> None:
-        import torch
-
-        x = chunk.reshape(-1).to(torch.float64)
-        nan = torch.isnan(x)
-        inf = torch.isinf(x)
+    def add(self, chunk: np.ndarray) -> None:
+        x = np.asarray(chunk).reshape(-1).astype(np.float64)
+        nan = np.isnan(x)
+        inf = np.isinf(x)
         self.nan += int(nan.sum())
         self.inf += int(inf.sum())
         x = x[~(nan | inf)]
-        if x.numel() == 0:
+        if x.size == 0:
             return
-        self.n += x.numel()
-        p = x.clone()
+        self.n += x.size
+        p = x.copy()
         for k in range(4):
             self.sums[k] += float(p.sum())
             if k < 3:
@@ -620,24 +604,18 @@ def tensor_stats(
     handle: BinaryIO | None = None,
 ) -> TensorStats:
     """Statistics of one tensor, streamed from disk in chunks (safetensors) so memory stays flat;
-    with `sample_bytes`, of evenly spaced windows totalling about that many bytes. `handle`: its
-    file already open (`checkpoint_stats` opens each file once, not once per tensor)."""
-    import torch
-
+    with `sample_bytes`, of evenly spaced windows totalling about that many bytes. Values are
+    decoded with numpy (bf16 and float8 included): no torch for a safetensors checkpoint.
+    `handle`: its file already open (`checkpoint_stats` opens each file once, not per tensor)."""
     info = ck.tensors[name]
-    if info.dtype not in _ST_TO_TORCH:
+    if info.dtype not in DECODABLE:
         raise KitError(f"no statistics for dtype {info.dtype} (tensor {name!r})", info.file)
+    if info.offsets is None:
+        return checkpoint_stats(ck, [name], sample_bytes)[name]
     item = DTYPE_SIZES[info.dtype]
     spans = sample_spans(info.numel, None if sample_bytes is None else sample_bytes // item)
     step = max(chunk_bytes // item, 1)
     moments = _Moments()
-    if info.offsets is None:
-        flat = ck.read_tensor(name).reshape(-1)
-        for start, stop in spans:
-            for i in range(start, stop, step):
-                moments.add(flat[i : min(i + step, stop)])
-        return moments.result(info)
-    dtype = getattr(torch, _ST_TO_TORCH[info.dtype])
     if handle is None:
         with open(info.file, "rb") as f:
             return tensor_stats(ck, name, chunk_bytes, sample_bytes, f)
@@ -646,45 +624,68 @@ def tensor_stats(
         left = (stop - start) * item
         while left:
             buf = handle.read(min(step * item, left))
-            if not buf:
+            if len(buf) % item or not buf:
                 raise KitError(f"file ends inside tensor {name!r}", info.file)
             left -= len(buf)
-            moments.add(torch.frombuffer(bytearray(buf), dtype=dtype))
+            moments.add(decode(buf, info.dtype))
     return moments.result(info)
 
 
 def checkpoint_stats(
     ck: Checkpoint, names: list[str] | None = None, sample_bytes: int | None = None
 ) -> dict[str, TensorStats]:
-    """Statistics of every tensor (or `names`) whose dtype torch can read: from every byte, or
+    """Statistics of every tensor (or `names`) whose dtype can be decoded: from every byte, or
     from about `sample_bytes` of each (`SAMPLE_BYTES`: a bounded read whatever the size)."""
+    chosen = names if names is not None else list(ck.tensors)
+    if ck.kind != "pickle":
+        readable = [n for n in chosen if ck.tensors[n].dtype in DECODABLE]
+        by_file: dict[Path, list[str]] = {}
+        for n in readable:
+            by_file.setdefault(ck.tensors[n].file, []).append(n)
+        out = {}
+        for file, in_file in by_file.items():
+            with open(file, "rb") as f:
+                out |= {
+                    n: tensor_stats(ck, n, sample_bytes=sample_bytes, handle=f) for n in in_file
+                }
+        return {n: out[n] for n in readable}
     import torch
 
-    torch.set_num_threads(1)
-    chosen = names if names is not None else list(ck.tensors)
-    if ck.kind == "pickle":
-        state = _load_pickle(ck.files[0])  # one load (mapped), not one per tensor
-        out = {}
-        for n in chosen:
-            info = ck.tensors[n]
-            flat = state[n].reshape(-1)
-            item = flat.element_size()
-            moments = _Moments()
-            for start, stop in sample_spans(
-                flat.numel(), None if sample_bytes is None else sample_bytes // item
-            ):
-                moments.add(flat[start:stop])
-            out[n] = moments.result(info)
-        return out
-    readable = [n for n in chosen if ck.tensors[n].dtype in _ST_TO_TORCH]
-    by_file: dict[Path, list[str]] = {}
-    for n in readable:
-        by_file.setdefault(ck.tensors[n].file, []).append(n)
+    state = _load_pickle(ck.files[0])  # one load (mapped), not one per tensor
     out = {}
-    for file, names in by_file.items():
-        with open(file, "rb") as f:
-            out |= {n: tensor_stats(ck, n, sample_bytes=sample_bytes, handle=f) for n in names}
-    return {n: out[n] for n in readable}
+    for n in chosen:
+        flat = state[n].reshape(-1)
+        item = flat.element_size()
+        moments = _Moments()
+        for start, stop in sample_spans(
+            flat.numel(), None if sample_bytes is None else sample_bytes // item
+        ):
+            moments.add(flat[start:stop].to(torch.float64).numpy())
+        out[n] = moments.result(ck.tensors[n])
+    return out
+
+
+def read_array(ck: Checkpoint, name: str) -> np.ndarray:
+    """One tensor's values as a flat numpy array, read whole (vocab maps: one value per token).
+    safetensors bytes are decoded with numpy; a pickle goes through torch (the offline extra)."""
+    info = ck.tensors[name]
+    if info.offsets is None:
+        import torch
+
+        return (
+            ck.read_tensor(name)
+            .reshape(-1)
+            .to(torch.float64 if info.dtype in FLOAT_DTYPES else torch.int64)
+            .numpy()
+        )
+    if info.dtype not in DECODABLE:
+        raise KitError(f"cannot read values of dtype {info.dtype} (tensor {name!r})", info.file)
+    with open(info.file, "rb") as f:
+        f.seek(info.offsets[0])
+        buf = f.read(info.offsets[1] - info.offsets[0])
+    if len(buf) != info.nbytes:
+        raise KitError(f"file ends inside tensor {name!r}", info.file)
+    return decode(buf, info.dtype)
 
 
 # A value this large in a weight is not learned: it is leftover memory (torch.empty) or divergence.

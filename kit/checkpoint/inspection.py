@@ -15,6 +15,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from kit.checkpoint.config import (
     DraftConfig,
     TargetConfig,
@@ -31,6 +33,7 @@ from kit.checkpoint.files import (
     TensorStats,
     checkpoint_stats,
     looks_untrained,
+    read_array,
 )
 from kit.checkpoint.formats import FormatGuess, split_key
 from kit.findings import Finding, Severity, ranked
@@ -394,11 +397,9 @@ def check_vocab_maps(ck: Checkpoint, cfg: DraftConfig | None) -> list[Finding]:
     d2t_info = _get(ck, "d2t")
     if d2t_info is None or cfg is None:
         return []
-    import torch
-
-    d2t = ck.read_tensor(d2t_info.name).to(torch.int64).reshape(-1)
+    d2t = read_array(ck, d2t_info.name).astype(np.int64)
     t2d_info = _get(ck, "t2d")
-    t2d = ck.read_tensor(t2d_info.name).reshape(-1) if t2d_info is not None else None
+    t2d = read_array(ck, t2d_info.name) if t2d_info is not None else None
     faults = _d2t_faults(d2t, t2d, cfg.vocab_size)
     if not faults:
         return []
@@ -418,22 +419,20 @@ def check_vocab_maps(ck: Checkpoint, cfg: DraftConfig | None) -> list[Finding]:
     ]
 
 
-def _d2t_faults(d2t, t2d, vocab: int) -> dict[D2tFault, str]:
+def _d2t_faults(d2t: np.ndarray, t2d: np.ndarray | None, vocab: int) -> dict[D2tFault, str]:
     """Each fault found in `d2t` (offsets) against the target vocab size and `t2d` (a mask)."""
-    import torch
-
-    n = d2t.numel()
-    targets = torch.arange(n) + d2t
+    n = d2t.size
+    targets = np.arange(n) + d2t
     found: dict[D2tFault, str] = {}
-    outside = ((targets < 0) | (targets >= vocab)).nonzero().reshape(-1)
-    if outside.numel():
+    outside = np.flatnonzero((targets < 0) | (targets >= vocab))
+    if outside.size:
         i = int(outside[0])
         found[D2tFault.OUT_OF_RANGE] = (
-            f"{outside.numel()} draft ids map outside the target vocab [0, {vocab}), "
+            f"{outside.size} draft ids map outside the target vocab [0, {vocab}), "
             f"e.g. draft {i} -> {int(targets[i])} (d2t[{i}] = {int(d2t[i])})"
         )
-    marked = t2d.nonzero().reshape(-1) if t2d is not None else None
-    absolute = _absolute_ids_evidence(d2t, marked, vocab, bool(outside.numel()))
+    marked = np.flatnonzero(t2d) if t2d is not None else None
+    absolute = _absolute_ids_evidence(d2t, marked, vocab, bool(outside.size))
     if absolute:
         found[D2tFault.ABSOLUTE_IDS] = absolute
     if n < vocab and n > 1 and not bool(d2t.any()):
@@ -442,32 +441,32 @@ def _d2t_faults(d2t, t2d, vocab: int) -> dict[D2tFault, str]:
             f"i, so the draft can only propose target ids 0..{n - 1}, whatever tokens it was "
             "trained to predict (verl-project/verl-SpeCo PR #66)"
         )
-    distinct = int(targets.unique().numel())
+    distinct = int(np.unique(targets).size)
     if distinct < n:
         found[D2tFault.FEW_TARGETS] = (
             f"only {distinct} distinct target ids for {n} draft ids: {n - distinct} draft ids "
             "repeat a target another one already proposes (SafeAILab/EAGLE issue #248)"
         )
-    comparable = marked is not None and not outside.numel() and not absolute
-    if comparable and not torch.equal(marked, targets.sort().values):
+    comparable = marked is not None and not outside.size and not absolute
+    if comparable and not np.array_equal(marked, np.sort(targets)):
         found[D2tFault.T2D_DISAGREES] = (
-            f"t2d marks {marked.numel()} target ids, d2t maps to {n}; first d2t targets "
+            f"t2d marks {marked.size} target ids, d2t maps to {n}; first d2t targets "
             f"{targets[:4].tolist()}, first t2d ids {marked[:4].tolist()}"
         )
     return {fault: found[fault] for fault in D2tFault if fault in found}
 
 
-def _absolute_ids_evidence(d2t, marked, vocab: int, offsets_overflow: bool) -> str | None:
+def _absolute_ids_evidence(
+    d2t: np.ndarray, marked: np.ndarray | None, vocab: int, offsets_overflow: bool
+) -> str | None:
     """Why d2t looks like it holds target ids themselves (verl-SpeCo PR #67: an `arange` default
     maps draft i to 2i), when the values read as ids fit and something says they are ids."""
-    import torch
-
-    n = d2t.numel()
+    n = d2t.size
     if n < 2 or not bool((d2t[1:] > d2t[:-1]).all()) or int(d2t[0]) < 0 or int(d2t[-1]) >= vocab:
         return None  # not a sorted list of distinct ids inside the vocab
-    if marked is not None and torch.equal(d2t, marked):
+    if marked is not None and np.array_equal(d2t, marked):
         why = "they are exactly the ids t2d marks"
-    elif torch.equal(d2t, torch.arange(n)):
+    elif np.array_equal(d2t, np.arange(n)):
         why = f"d2t[i] = i for every i: the ids 0..{n - 1} themselves"
     elif offsets_overflow:
         why = "read as ids they all fit the vocab, read as offsets they do not"

@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from kit.acceptance import analyze, compare, parse_files
     from kit.acceptance.speedup import DEFAULT_DRAFT_COST
     from kit.findings import dumps
+    from kit.schema import stamped
 
     if args.compare and len(args.logs) < 2:
         raise KitError("--compare needs two logs or more: the first is compared with the others")
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         out = report.to_dict()
         if comparisons:
             out["comparisons"] = [c.to_dict() for c in comparisons]
-        print(dumps(out))
+        print(dumps(stamped("acceptance", out)))
     else:
         _print(report.to_dict()["runs"], findings)
     return gate(findings, args.fail_on)

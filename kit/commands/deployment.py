@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     from kit.deployment import check
     from kit.errors import KitError
     from kit.findings import dumps
-    from kit.report.console import make_console, print_findings
+    from kit.report.console import make_console, print_findings, quiet
+    from kit.schema import stamped
 
     if args.launch is None and (args.draft is None or args.target_config is None):
         raise KitError("give --launch, or --draft and --target-config (the config rules)")
@@ -69,10 +70,12 @@ def run(args: argparse.Namespace) -> int:
         accept_len=args.accept_len,
     )
     if args.json:
-        print(dumps(report.to_dict()))
+        print(dumps(stamped("deployment", report.to_dict())))
         return gate(report.findings, args.fail_on)
     title = f"deployment: {report.facts.get('engine') or 'no release'}, root causes first"
     print_findings(make_console(), report.findings, title)
+    if quiet():
+        return gate(report.findings, args.fail_on)
     for rule, why in report.skipped.items():
         print(f"skipped {rule}: {why}")
     for fact, value in report.facts.items():

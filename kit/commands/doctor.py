@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from kit.errors import KitError
     from kit.findings import dumps
     from kit.report.console import make_console, print_findings
+    from kit.schema import stamped
     from kit.verdict import diagnose
 
     if not (args.draft or args.target_config or args.logs or args.target or args.launch):
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         train_tokenizer=args.train_tokenizer,
     )
     if args.json:
-        print(dumps(report.to_dict()))
+        print(dumps(stamped("doctor", report.to_dict())))
         return gate(report.findings, args.fail_on)
     console = make_console()  # the terminal's width; 120 columns through a pipe
     print_findings(console, report.findings, f"doctor: {report.engine}, root causes first")

@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from kit.findings import dumps
     from kit.load.header_fix import complete, find_record
     from kit.load.rewrite import plan_fix, verify_output, write_fixed
+    from kit.schema import stamped
 
     if args.undo:
         return _undo(args)
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
             "problems": [k.key for k in after.lost],
         }
     if args.json:
-        sys.stdout.write(dumps(result) + "\n")
+        sys.stdout.write(dumps(stamped("fix", result)) + "\n")
     else:
         _print(plan, result)
     after = result["after"]
@@ -96,12 +97,15 @@ def _undo(args: argparse.Namespace) -> int:
     from kit.errors import KitError
     from kit.findings import dumps
     from kit.load.header_fix import undo
+    from kit.schema import stamped
 
     if args.engine:
         raise KitError("--undo restores what the undo record holds; it takes no --for")
     restored = undo(Path(args.path))
     if args.json:
-        sys.stdout.write(dumps({"undone": str(args.path), "restored": restored}) + "\n")
+        sys.stdout.write(
+            dumps(stamped("undo", {"undone": str(args.path), "restored": restored})) + "\n"
+        )
     else:
         print(f"Restored {', '.join(restored)} in {args.path} byte for byte; undo record removed.")
     return 0

@@ -42,10 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kit.checkpoint.inspection import StatsRead, inspect_checkpoint
     from kit.findings import dumps
+    from kit.schema import stamped
 
     report = inspect_checkpoint(args.path, stats=StatsRead(args.stats_read))
     if args.json:
-        sys.stdout.write(dumps(report.to_dict()) + "\n")
+        sys.stdout.write(dumps(stamped("inspect", report.to_dict())) + "\n")
     else:
         _print_text(report)
     return gate(report.findings, args.fail_on)

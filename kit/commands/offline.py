@@ -10,7 +10,6 @@ deployment's row, or with `--matrix` the healthy row: what-if rows are not the d
 from __future__ import annotations
 
 import argparse
-import json
 
 from kit.commands._common import add_fail_on, add_sampling_arguments, gate, positive_int
 from kit.errors import KitError
@@ -125,12 +124,16 @@ def run(args: argparse.Namespace) -> int:
             judge(rows[1], rows[0])
         gated = rows[-1].findings
     if args.json:
-        key = "matrix" if args.matrix else "rows"
-        print(json.dumps({key: [r.to_dict() for r in rows]}, indent=2))
-    else:
-        from kit.report.console import make_console, print_findings
+        from kit.findings import dumps
+        from kit.schema import stamped
 
-        _print(rows)
+        key = "matrix" if args.matrix else "rows"
+        print(dumps(stamped("offline", {key: [r.to_dict() for r in rows]})))
+    else:
+        from kit.report.console import make_console, print_findings, quiet
+
+        if not quiet():
+            _print(rows)
         print_findings(make_console(), gated)
     return gate(gated, args.fail_on)
 

@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from kit.acceptance import probe
     from kit.errors import KitError
     from kit.findings import dumps
+    from kit.schema import stamped
 
     if args.requests < 0:
         raise KitError(f"--requests must be 0 or more, got {args.requests}")
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
     )
     if args.json:
-        print(dumps(report.to_dict()))
+        print(dumps(stamped("probe", report.to_dict())))
     else:
         _print(report)
     return gate(report.findings, args.fail_on)

@@ -45,16 +45,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--timeout", type=positive_float, default=300, help="cell execution timeout, seconds"
     )
     p.add_argument("--workers", type=positive_int, default=2, help="notebooks run in parallel")
-    p.add_argument("--quiet", action="store_true", help="no progress display")
 
 
 def run(args: argparse.Namespace) -> int:
     from kit.engines import parse_engine
+    from kit.extras import require
     from kit.findings import Severity
     from kit.report.console import make_console, print_findings
     from kit.report.runbook import RunInputs
     from kit.report.runbook import run as run_notebooks
 
+    require("papermill", "jupytext", "nbformat", "nbclient", "ipykernel", "plotly")
     args.engine = args.engine or DEFAULT_ENGINE
     parse_engine(args.engine)  # a release outside the modelled range fails here, not in 5 kernels
     inputs = RunInputs(
@@ -80,7 +81,11 @@ def run(args: argparse.Namespace) -> int:
         probe_interval=args.probe_interval,
     )
     result = run_notebooks(
-        inputs, args.out, timeout=args.timeout, workers=args.workers, progress=not args.quiet
+        inputs,
+        args.out,
+        timeout=args.timeout,
+        workers=args.workers,
+        progress=not (args.quiet or args.min_severity),
     )
     console = make_console()
     print_findings(console, result.findings, "Findings, root causes first")

@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from kit.engines import ENGINES
     from kit.errors import KitError
     from kit.findings import dumps
+    from kit.schema import stamped
 
     if "==" not in args.engine:
         name = args.engine.strip().lower()
@@ -40,13 +41,16 @@ def run(args: argparse.Namespace) -> int:
             raise KitError(f"unknown engine {name!r}; use {', '.join(ENGINES)} or all")
         rows = release_matrix(args.path, name)
         if args.json:
-            sys.stdout.write(dumps({"engine": name, "matrix": [r.to_dict() for r in rows]}) + "\n")
+            sys.stdout.write(
+                dumps(stamped("matrix", {"engine": name, "matrix": [r.to_dict() for r in rows]}))
+                + "\n"
+            )
         else:
             _print_matrix(name, rows)
         return 0
     report = simulate(args.path, args.engine, config=args.config)
     if args.json:
-        sys.stdout.write(dumps(report.to_dict()) + "\n")
+        sys.stdout.write(dumps(stamped("simulate", report.to_dict())) + "\n")
     else:
         _print_report(report)
     return gate(report.findings, args.fail_on)

@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     from kit.checkpoint.config import load_target_config
     from kit.findings import dumps
+    from kit.schema import stamped
     from kit.tracing.shapes import trace_draft
 
     draft = _draft_config(args.draft)
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
         datapath_figure(report).write_html(args.html, include_plotlyjs=True)
     if args.json:
-        sys.stdout.write(dumps(report.to_dict()) + "\n")
+        sys.stdout.write(dumps(stamped("trace", report.to_dict())) + "\n")
     else:
         _print_text(report)
     return gate(report.findings, args.fail_on)

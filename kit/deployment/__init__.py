@@ -26,6 +26,7 @@ from kit.deployment.serving import algorithm, chain, known_issues, launch_findin
 from kit.engines import EngineRelease, parse_engine
 from kit.engines.serving import Method
 from kit.errors import KitError
+from kit.extras import install, installed
 from kit.findings import Finding, Severity, ranked
 
 __all__ = ["DeploymentReport", "Served", "check"]
@@ -172,6 +173,12 @@ def _tokenizer_findings(
     if train is None:
         report.skipped["chat template"] = "no --train-tokenizer given"
     if train is None and not has_d2t:
+        return []
+    if train is None and not installed("transformers"):
+        # not asked for by name: the core install checks the rest and says what it left out
+        report.skipped["unreachable tokens"] = (
+            f"reading the served tokenizer needs transformers: {install('offline')}"
+        )
         return []
     folder = _served_tokenizer(served, target_dir, served_tok)
     if folder is None:

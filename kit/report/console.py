@@ -2,26 +2,60 @@
 
 Rich falls back to 80 columns when output is piped (CI logs, `| less`, files), which folds the
 key tables into unreadable slivers; piped output gets 120 columns unless COLUMNS says otherwise.
+Plain text (no escape codes at all) when stdout is not a terminal, and under NO_COLOR: rich alone
+would drop the colours there but keep bold and italics, which a log or a screen reader does not
+want either.
+
+`--quiet SEVERITY` (`quiet_findings`): every console a command makes is muted, and
+`print_findings` prints only the findings at or above SEVERITY, on a console of its own, so a CI
+log holds the findings that matter and nothing else.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.text import Text
 
-from kit.findings import Finding
+from kit.findings import Finding, Severity
 
 PIPED_WIDTH = 120
+_quiet: list[Severity] = []  # the --quiet threshold while a command runs (`quiet_findings`)
+
+
+@contextmanager
+def quiet_findings(threshold: Severity | None) -> Iterator[None]:
+    """While a command runs: with a threshold, only findings at or above it are printed."""
+    if threshold is not None:
+        _quiet.append(threshold)
+    try:
+        yield
+    finally:
+        if threshold is not None:
+            _quiet.pop()
+
+
+def quiet() -> bool:
+    """Under --quiet: output other than findings is not printed (`print` callers ask here)."""
+    return bool(_quiet)
 
 
 def make_console(stderr: bool = False) -> Console:
-    console = Console(stderr=stderr)
+    if _quiet:  # tables, notes and summaries are not findings: muted under --quiet
+        return Console(file=io.StringIO())
+    return _console(stderr)
+
+
+def _console(stderr: bool = False) -> Console:
+    plain = {"color_system": None} if os.environ.get("NO_COLOR") else {}
+    console = Console(stderr=stderr, **plain)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(stderr=stderr, width=PIPED_WIDTH)
+        console = Console(stderr=stderr, width=PIPED_WIDTH, **plain)
     return console
 
 
@@ -31,6 +65,11 @@ def print_findings(console: Console, findings: Sequence[Finding], title: str = "
     because a table's narrow columns fold long evidence (key names, log lines) into slivers."""
     from kit.findings import ranked
 
+    if _quiet:
+        console = _console()
+        for f in ranked(x for x in findings if x.severity >= _quiet[-1]):
+            _print_block(console, f)
+        return
     if not findings:
         console.print(f"{title}: no findings", markup=False)
         return

@@ -18,7 +18,17 @@ from kit.errors import KitError
 if TYPE_CHECKING:
     import nbformat
 
-ROOT = Path(__file__).resolve().parents[2]
+
+def _root() -> Path:
+    """The folder holding `notebooks/` and `data/`: the copy an installed wheel carries
+    (`kit/_bundled/`, see setup.py), else the checkout this kit is imported from. Either way the
+    notebooks' relative paths (`data/pair/draft`) resolve from it, in any working directory."""
+    package = Path(__file__).resolve().parents[1]
+    bundled = package / "_bundled"
+    return bundled if bundled.is_dir() else package.parent
+
+
+ROOT = _root()
 NOTEBOOKS = ROOT / "notebooks"
 SUFFIX = ".py"
 HEADLESS = "EAGLE3_KIT_HEADLESS"  # set for the kernels of a headless run (`kit.report.runbook`)
