@@ -27,6 +27,7 @@ COMMANDS = (
     "deployment",
     "doctor",
     "run",
+    "watch",
 )
 
 EXIT_BAD_INPUT = 2
