@@ -46,7 +46,7 @@ def watch_findings(report: dict[str, Any], *, compare: bool = True) -> list[Find
 
 def stage_of(report: dict[str, Any]) -> str:
     """How far the engine got: crashed, loading, loaded, forward."""
-    if report.get("crash"):
+    if report.get("crashes"):
         return "crashed"
     if report.get("first_forward"):
         return "forward"

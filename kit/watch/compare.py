@@ -13,7 +13,7 @@ from typing import Any
 
 from kit.errors import KitError
 from kit.findings import Finding, Severity
-from kit.watch.observed import LOAD_HOOK, engine_of
+from kit.watch.observed import LOAD_HOOK, engine_of, first_crash
 
 CODE = "KIT_MODEL_DISAGREES"
 
@@ -93,11 +93,11 @@ def _key_differences(report: dict[str, Any], predicted: Any) -> list[str]:
 
 
 def _crash_difference(report: dict[str, Any], predicted: Any) -> list[str]:
-    crashed = bool(report.get("crash"))
+    crashed = bool(report.get("crashes"))
     if crashed == bool(predicted.crashed) or not (report.get("load") or crashed):
         return []
     if crashed:
-        c = report["crash"]
+        c = first_crash(report) or {}
         return [f"kit predicts a clean start; engine: {c['type']}: {c['message']}"]
     return [f"kit predicts a start-up crash ({'; '.join(predicted.errors[:1])}); engine: started"]
 

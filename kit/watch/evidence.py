@@ -47,17 +47,14 @@ def record_crash(exc: BaseException, where: str) -> None:
         return
     _crashed = True
     tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-    record(
-        {
-            "crash": {
-                "type": type(exc).__name__,
-                "message": str(exc),
-                "where": where,
-                "traceback": "".join(tb[-6:]),
-                **process_info(where),
-            }
-        }
-    )
+    seen = {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "where": where,
+        "traceback": "".join(tb[-6:]),
+        **process_info(where),
+    }
+    record({"crashes": {str(os.getpid()): seen}})  # one per process: merged, never overwritten
 
 
 def count_draft(num_draft_tokens: int, num_accepted: int) -> None:

@@ -31,8 +31,15 @@ def engine_of(report: dict[str, Any]) -> tuple[str, str | None]:
     return name, (f"{name}=={ver}" if ver and ver != "unknown" else None)
 
 
+def first_crash(report: dict[str, Any]) -> dict[str, Any] | None:
+    """The earliest exception any process saw: the root; the others are it unwinding (a worker
+    raises, its engine core reports that the worker failed, the front end that the core did)."""
+    crashes = list((report.get("crashes") or {}).values())
+    return min(crashes, key=lambda c: c.get("at", 0)) if crashes else None
+
+
 def crash_findings(report: dict[str, Any]) -> list[Finding]:
-    crash = report.get("crash")
+    crash = first_crash(report)
     if not crash:
         return []
     name, release = engine_of(report)
