@@ -67,7 +67,11 @@ def load_findings(report: dict[str, Any]) -> list[Finding]:
     name, release = engine_of(report)
     params = load.get("params", [])
     unwritten = [p for p in params if p["state"] in ("never_written", "partly_written")]
-    skipped = [k["key"] for k in load.get("keys", []) if not k["written_to"] and k["key"] != "t2d"]
+    skipped = [
+        k["key"]
+        for k in load.get("keys", [])
+        if not k["written_to"] and not k.get("consumed_as") and k["key"] != "t2d"
+    ]
     out: list[Finding] = []
     if unwritten:
         out.append(_unwritten(unwritten, skipped, load, name, release))

@@ -53,8 +53,12 @@ def _load_hook(original: Any) -> Any:
             evidence.record({"load": {**recorder.evidence(), "error": f"{type(e).__name__}: {e}"}})
             evidence.record_crash(e, "draft load_weights")
             raise
+        ev = recorder.evidence()
+        for key in ev["keys"]:
+            if "d2t" in key["key"]:  # turned into hot_token_id, not written to a parameter
+                key["consumed_as"] = "hot_token_id (llama_eagle3.py:259)"
         _state["load"] = {
-            **recorder.evidence(),
+            **ev,
             "model_class": type(self).__name__,
             "returned": "None" if returned is None else f"{len(returned)} names",
         }
