@@ -226,7 +226,7 @@ def test_block_is_one_prefixed_block_of_warnings_and_worse(tmp_path):
 
 SCHEDULER = '''
 class Scheduler:
-    """vLLM 0.32's hook point, by name and signature (v1/core/sched/scheduler.py:2963)."""
+    """vLLM 0.32's hook point, by name and signature (v1/core/sched/scheduler.py:2961)."""
 
     def make_spec_decoding_stats(self, stats, num_draft_tokens, num_accepted_tokens,
                                  num_invalid_spec_tokens, request_id):

@@ -43,6 +43,9 @@ def disagreements(report: dict[str, Any]) -> list[Finding]:
         return [_disagree(release, "could not replay the load", [f"kit: {e}"], name)]
     out = []
     lines = _key_differences(report, predicted) + _crash_difference(report, predicted)
+    assumed = [f.title for f in predicted.findings if f.code == "RELEASE_ASSUMED"]
+    if lines and assumed:
+        lines.append(f"(the kit's tables: {assumed[0]})")
     if lines:
         out.append(_disagree(release, "how the draft's keys were loaded", lines, name))
     target = _path(report, "target_path")

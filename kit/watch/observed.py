@@ -20,7 +20,7 @@ FORWARD_HOOK = {
     "vllm": "vllm/v1/spec_decode/llm_base_proposer.py:550 combine_hidden_states (first propose)",
     "sglang": "sglang/srt/models/llama_eagle3.py:176 LlamaModel.forward (first call)",
 }
-STATS_HOOK = "vllm/v1/core/sched/scheduler.py:2963 Scheduler.make_spec_decoding_stats"
+STATS_HOOK = "vllm/v1/core/sched/scheduler.py:2961 Scheduler.make_spec_decoding_stats"
 
 
 def engine_of(report: dict[str, Any]) -> tuple[str, str | None]:

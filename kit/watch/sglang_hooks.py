@@ -56,7 +56,7 @@ def _load_hook(original: Any) -> Any:
         ev = recorder.evidence()
         for key in ev["keys"]:
             if "d2t" in key["key"]:  # turned into hot_token_id, not written to a parameter
-                key["consumed_as"] = "hot_token_id (llama_eagle3.py:259)"
+                key["consumed_as"] = "hot_token_id (llama_eagle3.py:258)"
         _state["load"] = {
             **ev,
             "model_class": type(self).__name__,

@@ -11,7 +11,7 @@
   also run by the CPU runner): the target layers whose states are captured.
 - `SpecDecodeBaseProposer.propose` (`llm_base_proposer.py:512`), first call only: the width handed
   to `combine_hidden_states`, whether `fc` ran, whether the draft's output holds NaN.
-- `Scheduler.make_spec_decoding_stats` (`v1/core/sched/scheduler.py:2963`): the acceptance
+- `Scheduler.make_spec_decoding_stats` (`v1/core/sched/scheduler.py:2961`): the acceptance
   counts per request step, whether or not stats logging is on (offline `LLM` turns it off).
 """
 
