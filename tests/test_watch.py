@@ -134,6 +134,12 @@ def test_recorder_names_where_each_key_went_and_what_was_never_written():
     }
     states = {p["name"]: p["state"] for p in ev["params"]}
     assert states == {"qkv": "written", "norm": "written", "never": "never_written"}
+    shards = {k["key"]: k["regions"] for k in ev["keys"] if k["key"].endswith("_proj")}
+    assert shards == {
+        "q_proj": [["qkv", 0, 8]],
+        "k_proj": [["qkv", 8, 8]],
+        "v_proj": [["qkv", 16, 8]],
+    }
     assert torch.equal(model.qkv[2:4], weights["k_proj"])  # the loader's writes went through
     assert torch.equal(
         model.never.view(torch.int32), before["never"].view(torch.int32)

@@ -76,12 +76,13 @@ def load_findings(report: dict[str, Any]) -> list[Finding]:
     if unwritten:
         out.append(_unwritten(unwritten, skipped, load, name, release))
     elif skipped:
+        rules = load_rules(load, skipped)
         out.append(
             Finding(
                 code="OBSERVED_KEYS_SKIPPED",
                 severity=Severity.WARNING,
                 title=f"{len(skipped)} checkpoint key(s) reached no parameter: {_names(skipped)}",
-                evidence=(f"{OBSERVED}: handed to the loader, nothing written from them",),
+                evidence=(f"{OBSERVED}: handed to the loader, nothing written from them", *rules),
                 fix="check that the engine's config skips them on purpose (see the disagreement "
                 "findings, if any)",
                 engine=release,
@@ -90,6 +91,12 @@ def load_findings(report: dict[str, Any]) -> list[Finding]:
             )
         )
     return out
+
+
+def load_rules(load: dict[str, Any], keys: list[str]) -> list[str]:
+    """The engine's rule for each skipped key, where the hook could name it."""
+    by_key = {k["key"]: k.get("skipped_by") for k in load.get("keys", [])}
+    return [f"{k}: {by_key[k]}" for k in keys if by_key.get(k)]
 
 
 def _unwritten(
@@ -105,6 +112,7 @@ def _unwritten(
     ]
     if skipped:
         evidence.append(f"keys handed in and placed nowhere: {_names(skipped)}")
+        evidence += load_rules(load, skipped)[:3]
     if load.get("returned") == "None":
         evidence.append(
             "load_weights returned None, so the engine's own 'weights not initialized from "

@@ -26,6 +26,7 @@ class KeySeen:
     shape: list[int]
     dtype: str
     written: dict[str, int] = field(default_factory=dict)  # parameter -> elements written
+    regions: list[list] = field(default_factory=list)  # [parameter, first element, count]
 
 
 @dataclass
@@ -34,6 +35,7 @@ class ParamSeen:
     shape: list[int]
     numel: int
     storage: int
+    offset: int
     written: int = 0
     writes: int = 0
 
@@ -47,7 +49,7 @@ class LoadRecorder(TorchFunctionMode):
         self._by_storage: dict[int, str] = {}
         for name, p in params:
             ptr = p.untyped_storage().data_ptr()
-            self.params[name] = ParamSeen(name, list(p.shape), p.numel(), ptr)
+            self.params[name] = ParamSeen(name, list(p.shape), p.numel(), ptr, p.storage_offset())
             self._by_storage.setdefault(ptr, name)
         self.keys: list[KeySeen] = []
         self._ranges: list[tuple[int, int, int]] = []  # (start, end, index into keys)
@@ -75,7 +77,8 @@ class LoadRecorder(TorchFunctionMode):
         param = self._by_storage.get(dst.untyped_storage().data_ptr())
         if param is None:
             return
-        numel = dst[args[1]].numel() if name == "__setitem__" else dst.numel()
+        region = dst[args[1]] if name == "__setitem__" else dst
+        numel = region.numel()
         seen = self.params[param]
         seen.written += numel
         seen.writes += 1
@@ -89,6 +92,7 @@ class LoadRecorder(TorchFunctionMode):
         key = self._key_of(src)
         if key is not None:
             key.written[param] = key.written.get(param, 0) + numel
+            key.regions.append([param, region.storage_offset() - seen.offset, numel])
 
     def _key_of(self, src: Any) -> KeySeen | None:
         if not isinstance(src, torch.Tensor) or src.numel() == 0:
@@ -102,7 +106,13 @@ class LoadRecorder(TorchFunctionMode):
     def evidence(self) -> dict[str, Any]:
         """The JSON the report keeps: every key and where it went, every parameter's coverage."""
         keys = [
-            {"key": k.key, "shape": k.shape, "dtype": k.dtype, "written_to": sorted(k.written)}
+            {
+                "key": k.key,
+                "shape": k.shape,
+                "dtype": k.dtype,
+                "written_to": sorted(k.written),
+                "regions": k.regions,  # the shard: where in the parameter it went
+            }
             for k in self.keys
         ]
         params = [

@@ -76,8 +76,12 @@ def _load_weights_hook(original: Any) -> Any:
             evidence.record({"load": _state["load"]})
             evidence.record_crash(e, "draft load_weights")
             raise
+        ev = recorder.evidence()
+        for key in ev["keys"]:
+            if not key["written_to"] and (rule := skip_rule(self, key["key"])):
+                key["skipped_by"] = rule
         _state["load"] = {
-            **recorder.evidence(),
+            **ev,
             "model_class": type(self).__name__,
             "returned": "None" if returned is None else f"{len(returned)} names",
             "seconds": round(time.time() - started, 3),
@@ -85,6 +89,22 @@ def _load_weights_hook(original: Any) -> Any:
         return returned
 
     return load_weights
+
+
+def skip_rule(model: Any, key: str) -> str | None:
+    """The rule of 0.32's `Eagle3LlamaForCausalLM.load_weights` that drops this key, read off
+    the model's own flags (the loader keeps no record of what it skipped)."""
+    inner = getattr(model, "model", model)
+    rules = [
+        ("t2d", True, "llama_eagle3.py:426 drops names containing 't2d'"),
+        ("mask_hidden", not getattr(model, "use_parallel_drafting", False),
+         "llama_eagle3.py:431 skips mask_hidden without parallel drafting"),
+        ("fc.", not getattr(inner, "use_aux_hidden_state", True),
+         "llama_eagle3.py:463 maps 'fc.' to nothing: use_aux_hidden_state is false"),
+        ("input_norm.", not getattr(inner, "norm_before_fc", False),
+         "llama_eagle3.py:465 maps 'input_norm.' to nothing: norm_before_fc is false"),
+    ]  # fmt: skip
+    return next((why for sub, on, why in rules if on and sub in key), None)
 
 
 def _patch_proposer(module: ModuleType) -> None:
