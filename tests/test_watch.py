@@ -191,6 +191,8 @@ def test_aux_capture_off_is_fc_not_run_and_the_kit_disagreement_is_reported_iff_
     draft = faulty_copy(tmp_path / "d", config=off)
     found = watch_findings(recorded("noaux", draft))
     assert found[0].code == "OBSERVED_FC_NOT_RUN" and found[0].data["width"] == 128
+    skipped = next(f for f in found if f.code == "OBSERVED_KEYS_SKIPPED")
+    assert "fc.weight: llama_eagle3.py:463 maps 'fc.' to nothing" in skipped.evidence[1]
     traced = kit.trace(draft, TARGET, "vllm==0.32.0")
     disagree = [f for f in found if f.code == "KIT_MODEL_DISAGREES" and "reached" in f.title]
     assert bool(disagree) == (traced.fc_applied or traced.hidden_width != 128)
