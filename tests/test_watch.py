@@ -20,7 +20,8 @@ from conftest import DRAFT, ROOT, TARGET
 from safetensors.torch import load_file, save_file
 
 from kit.errors import KitError
-from kit.findings import Severity
+from kit.findings import Finding, Severity
+from kit.runs import Status, StepResult
 from kit.watch.analyze import PREFIX, load_watch_report, render_block, watch_findings
 from kit.watch.recorder import LoadRecorder
 from kit.watch.report import read_report, update_report
@@ -192,7 +193,8 @@ def test_aux_capture_off_is_fc_not_run_and_the_kit_disagreement_is_reported_iff_
     found = watch_findings(recorded("noaux", draft))
     assert found[0].code == "OBSERVED_FC_NOT_RUN" and found[0].data["width"] == 128
     skipped = next(f for f in found if f.code == "OBSERVED_KEYS_SKIPPED")
-    assert "fc.weight: llama_eagle3.py:463 maps 'fc.' to nothing" in skipped.evidence[1]
+    assert skipped.evidence[1].startswith("llama_eagle3.py:463 maps 'fc.' to nothing")
+    assert skipped.evidence[1].endswith(": fc.weight")
     traced = kit.trace(draft, TARGET, "vllm==0.32.0")
     disagree = [f for f in found if f.code == "KIT_MODEL_DISAGREES" and "reached" in f.title]
     assert bool(disagree) == (traced.fc_applied or traced.hidden_width != 128)
@@ -331,3 +333,60 @@ def test_vllm_plugin_entry_point_is_declared_and_inert_without_a_report():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.split() == ["False", "False", "True", "True"], out.stderr
+
+
+# --- as evidence: doctor --watch, run --watch, the postmortem --------------------------------------
+
+
+def _skipped_report(tmp_path) -> Path:
+    draft = faulty_copy(
+        tmp_path / "d", rename=lambda k: "t2d." + k if k.startswith("layers.0.") else k
+    )
+    path = tmp_path / "kit-watch.json"
+    path.write_text(json.dumps(recorded("skipped", draft)))
+    return path
+
+
+def test_doctor_watch_ranks_the_observed_fault_above_every_prediction(tmp_path):
+    import kit
+
+    report = kit.doctor(watch=_skipped_report(tmp_path))  # draft, target, release: the report's
+    found = report.findings
+    assert report.engine == "vllm==0.32.0"
+    assert found[0].code == "OBSERVED_PARAMS_UNWRITTEN"
+    observed = [i for i, f in enumerate(found) if f.code.startswith("OBSERVED_")]
+    predicted = [i for i, f in enumerate(found) if not f.code.startswith("OBSERVED_")]
+    assert predicted and max(observed) < min(predicted)  # the kit's own replay ran, and ranks below
+    assert report.facts["observed_width"] == 384 and report.facts["observed_accept_len"] == 1.0
+
+
+def test_doctor_watch_on_the_command_line(tmp_path):
+    path = _skipped_report(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-m", "kit", "doctor", "--watch", str(path), "--json"],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["findings"][0]["code"] == "OBSERVED_PARAMS_UNWRITTEN"
+
+
+def test_run_and_postmortem_show_the_observed_evidence_first(tmp_path):
+    from kit.postmortem import render
+    from kit.runs import Run, load_run
+
+    observed = watch_findings(recorded("noaux", faulty_copy(tmp_path / "d")))
+    predicted = Finding(
+        code="PARAM_LEFT_AT_INIT", severity=Severity.CRITICAL, title="p", root_cause=True
+    )
+    records = {"findings": [predicted.to_dict()]}
+    step = StepResult("02_load_weights_simulation", Status.OK, records=records)
+    run = Run({"watch": "kit-watch.json"}, [step], 1.0, observed)
+    assert (
+        run.findings[0].code == "OBSERVED_FC_NOT_RUN"
+        and run.findings[-1].code == "PARAM_LEFT_AT_INIT"
+    )
+    (tmp_path / "run.json").write_text(json.dumps(run.to_dict()))
+    assert [f.code for f in load_run(tmp_path).observed] == [f.code for f in observed]
+    page = render(run)
+    assert "Observed in the running engine" in page and "OBSERVED_FC_NOT_RUN" in page
+    assert page.index("OBSERVED_FC_NOT_RUN") < page.index("PARAM_LEFT_AT_INIT")

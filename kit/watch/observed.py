@@ -96,7 +96,11 @@ def load_findings(report: dict[str, Any]) -> list[Finding]:
 def load_rules(load: dict[str, Any], keys: list[str]) -> list[str]:
     """The engine's rule for each skipped key, where the hook could name it."""
     by_key = {k["key"]: k.get("skipped_by") for k in load.get("keys", [])}
-    return [f"{k}: {by_key[k]}" for k in keys if by_key.get(k)]
+    grouped: dict[str, list[str]] = {}
+    for k in keys:
+        if by_key.get(k):
+            grouped.setdefault(by_key[k], []).append(k)
+    return [f"{rule}: {_names(names, 3)}" for rule, names in grouped.items()]
 
 
 def _unwritten(
