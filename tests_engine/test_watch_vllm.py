@@ -215,6 +215,18 @@ def test_aux_capture_off_is_observed_as_fc_not_run(tmp_path):
     assert any("[CRITICAL] OBSERVED_FC_NOT_RUN" in line for line in block(out.stderr))
 
 
+def test_doctor_watch_ranks_the_observed_fault_first(tmp_path):
+    out, _ = run_offline(tmp_path, faulty_copy(tmp_path / "draft", config=aux_off))
+    assert out.returncode == 0
+    doctor = [sys.executable, "-m", "kit", "doctor", "--watch", str(tmp_path / "kit-watch.json")]
+    verdict = subprocess.run([*doctor, "--json"], capture_output=True, text=True, cwd=tmp_path)
+    assert verdict.returncode == 0, verdict.stderr
+    report = json.loads(verdict.stdout)
+    assert report["engine"] == "vllm==0.32.0"  # the release the engine reported
+    assert report["findings"][0]["code"] == "OBSERVED_FC_NOT_RUN"
+    assert "observed_fc_ran" in report["facts"] and report["facts"]["observed_fc_ran"] is False
+
+
 def test_startup_crash_is_captured_with_the_engines_exception(tmp_path):
     rename = lambda k: k.replace("hidden_norm", "hidden_nrm")  # noqa: E731
     out, report = run_offline(tmp_path, faulty_copy(tmp_path / "draft", rename=rename))
