@@ -320,6 +320,18 @@ def test_watch_without_a_command_is_one_clear_error():
     ]
 
 
+def test_an_unwritable_report_is_one_clear_error_and_nothing_runs(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    marker = tmp_path / "ran"
+    cmd = [sys.executable, "-m", "kit", "watch", "--report", str(blocker / "r.json"), "--"]
+    cmd += ["touch", str(marker)]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2 and not marker.exists()
+    assert out.stderr.startswith("error: ") and "cannot write the watch report" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
 def test_vllm_plugin_entry_point_is_declared_and_inert_without_a_report():
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
     target = meta["project"]["entry-points"]["vllm.general_plugins"]["kit_watch"]

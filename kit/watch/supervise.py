@@ -52,10 +52,13 @@ def watch_env(report: Path, base: dict[str, str] | None = None) -> dict[str, str
 
 def start_report(report: Path, command: list[str]) -> None:
     """A fresh report for this run (a previous run's evidence would be misread as this one's)."""
-    report.parent.mkdir(parents=True, exist_ok=True)
-    for stale in (report, Path(f"{report}.lock")):
-        stale.unlink(missing_ok=True)
-    update_report(report, {"command": command, "started": time.time(), "status": "running"})
+    try:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        for stale in (report, Path(f"{report}.lock")):
+            stale.unlink(missing_ok=True)
+        update_report(report, {"command": command, "started": time.time(), "status": "running"})
+    except OSError as e:
+        raise KitError(f"{report}: cannot write the watch report ({e.strerror})") from None
 
 
 class Announcer:
