@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format lab bench organism data clean
+.PHONY: demo test lint format lab bench data clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,7 @@ lab: $(STAMP)
 	JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	PYTHONPATH="$(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))" \
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(LAB_ROOT_FLAG) $(LAB_ARGS) \
-		notebooks/01_key_inspection.py
+		--LabApp.default_url=/lab/tree/notebooks/01_key_inspection.py notebooks/01_key_inspection.py
 
 bench: $(STAMP)
 	$(PY) -m bench

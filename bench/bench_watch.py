@@ -44,7 +44,7 @@ if __name__ == "__main__":
 
 
 def one(script: Path, watched: bool, report: Path) -> dict[str, float]:
-    target, draft = ROOT / "data/organism/target", ROOT / "data/organism/draft"
+    target, draft = ROOT / "data/pair/target", ROOT / "data/pair/draft"
     cmd = [str(VLLM_PYTHON), str(script), str(target), str(draft)]
     if watched:
         cmd = [sys.executable, "-m", "kit", "watch", "--report", str(report), "--", *cmd]

@@ -7,13 +7,13 @@ import json
 import pytest
 import torch
 
-from kit.checkpoint import open_checkpoint
+from kit.checkpoint.config import load_draft_config, load_target_config
+from kit.checkpoint.files import open_checkpoint
 from kit.cli import main
-from kit.config import load_draft_config, load_target_config
 from kit.errors import KitError
-from kit.organism import Prompt, evaluate, healthy, load_prompts
-from kit.organism.sampling import walk
-from kit.rewrite import plan_fix, write_fixed
+from kit.load.rewrite import plan_fix, write_fixed
+from kit.offline_acceptance import Prompt, evaluate, healthy, load_prompts
+from kit.offline_acceptance.sampling import walk
 from tests.conftest import DATA, DRAFT, PROMPTS, TARGET
 
 torch.set_num_threads(1)
@@ -299,7 +299,7 @@ def test_cuda_on_a_cpu_only_torch_is_one_clear_error(capsys):
 
 def test_completions_that_end_at_once_leave_no_figure_to_report(target):
     """A finished line's next token is `<nl>`: no verify step, so no accept len (not 1.00)."""
-    from kit.organism_train import vocabulary
+    from train_pair import vocabulary
 
     ids = {w: i for i, w in enumerate(vocabulary())}
     line = [ids[w] for w in ["<bos>", "the", "big", "cat", "sees", "the", "small", "dog", "."]]
@@ -316,7 +316,7 @@ def test_cli_bad_target_is_one_line(tmp_path, capsys):
 
 def test_committed_prompts_are_what_the_training_script_writes():
     """The held-out prompts come from the script's seeded corpus, never from a training seed."""
-    from kit.organism_train import SEED_PROMPTS, SEED_TRAIN, heldout_prompts
+    from train_pair import SEED_PROMPTS, SEED_TRAIN, heldout_prompts
 
     assert SEED_PROMPTS not in (SEED_TRAIN, SEED_TRAIN + 1)
     lines = [json.loads(line) for line in PROMPTS.read_text().splitlines()]

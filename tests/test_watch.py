@@ -21,7 +21,7 @@ from safetensors.torch import load_file, save_file
 
 from kit.errors import KitError
 from kit.findings import Finding, Severity
-from kit.runs import Status, StepResult
+from kit.report.runs import Status, StepResult
 from kit.watch.analyze import PREFIX, load_watch_report, render_block, watch_findings
 from kit.watch.recorder import LoadRecorder
 from kit.watch.report import read_report, update_report
@@ -383,8 +383,8 @@ def test_doctor_watch_on_the_command_line(tmp_path):
 
 
 def test_run_and_postmortem_show_the_observed_evidence_first(tmp_path):
-    from kit.postmortem import render
-    from kit.runs import Run, load_run
+    from kit.report.postmortem import render
+    from kit.report.runs import Run, load_run
 
     observed = watch_findings(recorded("noaux", faulty_copy(tmp_path / "d")))
     predicted = Finding(

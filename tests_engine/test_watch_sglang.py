@@ -18,7 +18,7 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGET, DRAFT = ROOT / "data/organism/target", ROOT / "data/organism/draft"
+TARGET, DRAFT = ROOT / "data/pair/target", ROOT / "data/pair/draft"
 SGLANG_PYTHON = os.environ.get("SGLANG_PYTHON")
 
 pytestmark = pytest.mark.skipif(

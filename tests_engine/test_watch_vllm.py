@@ -23,7 +23,7 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGET, DRAFT = ROOT / "data/organism/target", ROOT / "data/organism/draft"
+TARGET, DRAFT = ROOT / "data/pair/target", ROOT / "data/pair/draft"
 VLLM_PYTHON = Path(os.environ.get("VLLM_PYTHON", ROOT / ".venv-vllm/bin/python"))
 SPEC = {"method": "eagle3", "num_speculative_tokens": 5}
 ENGINE_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "KIT_WATCH_INTERVAL": "0.5"}

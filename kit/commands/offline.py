@@ -85,8 +85,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kit.organism import Options, fault_matrix, healthy, judge
-    from kit.organism.target import load_target
+    from kit.offline_acceptance import Options, fault_matrix, healthy, judge
+    from kit.offline_acceptance.target import load_target
 
     if args.no_aux_capture and not args.engine:
         raise KitError(NO_AUX_NEEDS_ENGINE)
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         key = "matrix" if args.matrix else "rows"
         print(json.dumps({key: [r.to_dict() for r in rows]}, indent=2))
     else:
-        from kit.console import make_console, print_findings
+        from kit.report.console import make_console, print_findings
 
         _print(rows)
         print_findings(make_console(), gated)
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _deployment_row(args: argparse.Namespace, common: dict):
     """As deployed on `--engine` (or the healthy wiring), with the what-ifs given."""
-    from kit.organism import as_deployed, evaluate
+    from kit.offline_acceptance import as_deployed, evaluate
 
     what_if = {"aux_layers": args.aux_layers, "use_d2t": not args.no_d2t, **common}
     if not args.engine:
@@ -159,8 +159,8 @@ def _prompts(args: argparse.Namespace):
         return args.prompts
     from pathlib import Path
 
-    from kit.organism import load_prompts
-    from kit.organism.prompts import default_prompts_file
+    from kit.offline_acceptance import load_prompts
+    from kit.offline_acceptance.prompts import default_prompts_file
 
     path = args.prompts or default_prompts_file(Path(args.target))
     return load_prompts(path)[: args.num_prompts]

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kit.atomic import replace_text
+from kit.load.atomic import replace_text
 
 ENV_REPORT = "KIT_WATCH_REPORT"
 ENV_INTERVAL = "KIT_WATCH_INTERVAL"
