@@ -15,8 +15,11 @@ $(STAMP): requirements.txt
 demo: $(STAMP)
 	$(PY) -m kit run --out runs/demo
 
+# Test files run in parallel, each whole on one worker (its module fixtures built once):
+# the notebook runs on one core while the rest share the other. TEST_WORKERS=0: serial.
+TEST_WORKERS ?= 2
 test: $(STAMP) lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
