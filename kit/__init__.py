@@ -13,6 +13,8 @@
     kit.check_deployment("launch.sh", draft="draft/", target_config="target/")
     kit.doctor("draft/", target_config="target/", engine="sglang==0.5.10", logs=["server.log"])
     kit.run("runs/mine", draft="draft/", engine="sglang==0.5.10")  # notebooks + postmortem
+    with kit.watch("kit-watch.json"):                      # an offline vllm.LLM, observed
+        llm = vllm.LLM(...)
 
 Every report has `findings` (`Finding`: code, severity, evidence, fix, engine, source) and
 `to_dict()`. Nothing heavy is imported until a call needs it.
@@ -38,6 +40,10 @@ from kit.api import (
 )
 from kit.errors import KitError
 from kit.findings import Finding, Severity
+
+# Bound after the package is imported, so `kit.watch` is the context manager; the package's
+# modules stay reachable as `kit.watch.report` etc. through the import system.
+from kit.watch import watch
 
 __version__ = "0.2.0"
 
@@ -74,6 +80,7 @@ __all__ = [
     "run",
     "simulate",
     "trace",
+    "watch",
     *_REPORTS,
 ]
 

@@ -33,6 +33,7 @@ COMMANDS = (
     "deployment",
     "doctor",
     "run",
+    "watch",
 )
 
 EXIT_BAD_INPUT = 2

@@ -41,11 +41,15 @@ class Diagnosis:
 
     @property
     def findings(self) -> list[Finding]:
+        """Root causes first; what a running engine was seen to do (`doctor --watch`) above
+        every prediction."""
+        from kit.watch.as_evidence import CHECK, observed_first
+
         seen: dict[tuple[str, str], Finding] = {}
-        for found in self.checks.values():
-            for f in found:
+        for name, found in self.checks.items():
+            for f in found if name != CHECK else ():
                 seen.setdefault((f.code, f.title), f)
-        return ranked(seen.values())
+        return observed_first(ranked(seen.values()), self.checks.get(CHECK, []))
 
     @property
     def root_causes(self) -> list[Finding]:
@@ -77,14 +81,24 @@ def diagnose(
     num_prompts: int | None = None,
     launch: str | Path | None = None,
     train_tokenizer: str | Path | None = None,
+    watch: str | Path | None = None,
 ) -> Diagnosis:
-    """Run every check the inputs allow. `draft_config` (default: the draft's) is what is traced;
+    """Run every check the inputs allow. A `watch` report (`python -m kit watch`) is evidence
+    from the running engine, ranked above every prediction; the draft, target and release it
+    names are used where not given. `draft_config` (default: the draft's) is what is traced;
     a transformers `target` adds offline acceptance, whose healthy figure becomes the expected
     accept length the logs are judged against (unless `expected_accept_len` is given). A
     `launch` line adds the deployment check and, without `engine`, names the release."""
     from kit.engines import parse_engine, release_findings
     from kit.load.findings import reconcile
 
+    seen = None
+    if watch is not None:
+        from kit.watch.as_evidence import observed
+
+        seen = observed(watch)
+        draft, engine = draft or seen.draft, engine or seen.engine
+        target_config = target_config or seen.target
     require_inputs(draft, target_config, draft_config, *logs, baseline_log, target, train_tokenizer)
     served = None
     if launch is not None:
@@ -93,6 +107,11 @@ def diagnose(
         served = read_served(launch, engine)
     release = served.release if served else parse_engine(engine or DEFAULT_ENGINE)
     report = Diagnosis(str(release))
+    if seen is not None:
+        from kit.watch.as_evidence import CHECK
+
+        report.checks[CHECK] = seen.findings
+        report.facts.update(seen.facts)
     if assumed := release_findings(release):
         report.checks["release"] = assumed
     # each input opened once: every check below takes these values, never the paths again

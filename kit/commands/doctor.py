@@ -16,6 +16,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_launch_arguments(p)
     p.add_argument("--expected-accept-len", type=float, help="offline expected accept length")
     p.add_argument("--baseline-log", type=Path, help="server log of a run without speculation")
+    p.add_argument(
+        "--watch",
+        type=Path,
+        metavar="REPORT",
+        help="a `kit watch` report: what the running engine did, ranked above predictions",
+    )
     add_fail_on(p)
     p.add_argument("--json", action="store_true", help="JSON for programs")
 
@@ -27,9 +33,11 @@ def run(args: argparse.Namespace) -> int:
     from kit.schema import stamped
     from kit.verdict import diagnose
 
-    if not (args.draft or args.target_config or args.logs or args.target or args.launch):
+    if not (args.draft or args.target_config or args.logs or args.target or args.launch) and (
+        args.watch is None
+    ):
         raise KitError(
-            "nothing to check: give --draft, --target-config, --target, --log or --launch"
+            "nothing to check: give --draft, --target-config, --target, --log, --launch or --watch"
         )
     report = diagnose(
         args.draft,
@@ -46,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         num_prompts=args.num_prompts,
         launch=args.launch,
         train_tokenizer=args.train_tokenizer,
+        watch=args.watch,
     )
     if args.json:
         print(dumps(stamped("doctor", report.to_dict())))

@@ -28,6 +28,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline-log", type=Path, help="server log of a run without speculation")
     p.add_argument("--probe", metavar="URL", help="a running server: its live acceptance figures")
     p.add_argument(
+        "--watch",
+        type=Path,
+        metavar="REPORT",
+        help="a `kit watch` report: what the running engine did, ranked above predictions",
+    )
+    p.add_argument(
         "--probe-interval",
         type=positive_float,
         default=10.0,
@@ -79,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         train_tokenizer=args.train_tokenizer,
         probe=args.probe,
         probe_interval=args.probe_interval,
+        watch=args.watch,
     )
     result = run_notebooks(
         inputs,

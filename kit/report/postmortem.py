@@ -141,6 +141,20 @@ def parameters_html(run: Run) -> str:
     )
 
 
+def observed_html(run: Run) -> str:
+    """What the running engine did (`run --watch`): evidence, not a prediction; its findings
+    lead the verdict above, and are listed here on their own."""
+    if not run.observed:
+        return ""
+    path = run.inputs.get("watch") or ""
+    return (
+        '<section class="card"><h2>Observed in the running engine</h2>'
+        f"<p>From the <code>kit watch</code> report <code>{escape(str(path))}</code>: what the "
+        "engine's loader, first draft forward and scheduler did, ranked above every "
+        f"prediction.</p>{findings_html(run.observed)}</section>"
+    )
+
+
 def render(run: Run) -> str:
     """The whole postmortem page."""
     failed = sum(s.status == Status.FAILED for s in run.steps)
@@ -151,6 +165,7 @@ def render(run: Run) -> str:
         f"<p class=meta>engine <code>{escape(engine)}</code> · {state} · run took "
         f"{run.seconds:.1f} s</p>"
         f"{verdict_html(run)}"
+        f"{observed_html(run)}"
         f'<section class="card"><h2>What ran</h2>{status_html(run)}</section>'
         + "".join(step_html(s) for s in run.steps)
         + runs_html(run)

@@ -72,6 +72,7 @@ class RunInputs:
     train_tokenizer: Path | None = None  # the tokenizer the draft was trained with
     probe: str | None = None  # a running server's URL: its live figures (notebook 4)
     probe_interval: float = 10.0  # seconds between the probe's two metrics scrapes
+    watch: Path | None = None  # a `kit watch` report: the running engine's evidence, ranked first
 
     @property
     def chain_length(self) -> int:
@@ -430,6 +431,12 @@ class _Progress:
             self.console.print(f"{mark} {result.name} ({result.seconds:.1f} s)", highlight=False)
 
 
+def _engine_seen(given: str, seen: str | None) -> str:
+    """The release the watched engine reported, unless another than the default was asked for."""
+    default = RunInputs.__dataclass_fields__["engine"].default
+    return seen if seen and given == default else given
+
+
 def run(
     inputs: RunInputs,
     out_dir: Path,
@@ -446,6 +453,17 @@ def run(
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise KitError(f"cannot use as the run folder: {e.strerror}", out_dir) from None
+    seen = None
+    if inputs.watch is not None:
+        from kit.watch.as_evidence import observed
+
+        seen = observed(inputs.watch)  # and the draft, target and release the engine ran
+        inputs = replace(
+            inputs,
+            draft=inputs.draft or seen.draft,
+            target_config=inputs.target_config or seen.target,
+            engine=_engine_seen(inputs.engine, seen.engine),
+        )
     if inputs.empty:
         inputs = inputs.with_bundled_incident()
     t0 = time.perf_counter()
@@ -455,7 +473,8 @@ def run(
     results = execute(steps, out_dir, timeout=timeout, workers=workers, progress=progress)
     order = list(TITLES)
     all_steps = sorted([*results, *skipped], key=lambda s: order.index(s.name))
-    result = Run(inputs.to_dict(), all_steps, time.perf_counter() - t0)
+    observed = seen.findings if seen is not None else []
+    result = Run(inputs.to_dict(), all_steps, time.perf_counter() - t0, observed)
     (out_dir / SUMMARY_NAME).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
     (out_dir / "findings.json").write_text(
         json.dumps([f.to_dict() for f in result.findings], indent=2) + "\n"

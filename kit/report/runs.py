@@ -93,6 +93,7 @@ class Run:
     inputs: dict[str, Any]
     steps: list[StepResult]
     seconds: float = 0.0
+    observed: list[Finding] = field(default_factory=list)  # a `kit watch` report's (run --watch)
 
     @property
     def findings(self) -> list[Finding]:
@@ -107,7 +108,9 @@ class Run:
         for step in self.steps:
             for f in reconcile(step.findings, ran):
                 seen.setdefault((f.code, "" if f.root_cause else f.title), f)
-        return ranked([*seen.values(), *self.failures()])
+        from kit.watch.as_evidence import observed_first
+
+        return observed_first(ranked([*seen.values(), *self.failures()]), self.observed)
 
     def server_ran(self) -> bool:
         """Whether a server log of the run holds acceptance figures."""
@@ -138,6 +141,7 @@ class Run:
             "inputs": self.inputs,
             "seconds": round(self.seconds, 2),
             "steps": [s.to_dict() for s in self.steps],
+            "observed": [f.to_dict() for f in self.observed],
         }
 
 
@@ -158,4 +162,5 @@ def load_run(run_dir: str | Path) -> Run:
         if step.notebook and (folder / step.notebook).is_file():
             step.records = read_records(folder / step.notebook)
         steps.append(step)
-    return Run(data["inputs"], steps, data.get("seconds", 0.0))
+    observed = [Finding.from_dict(f) for f in data.get("observed", [])]
+    return Run(data["inputs"], steps, data.get("seconds", 0.0), observed)
