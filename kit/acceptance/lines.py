@@ -9,7 +9,6 @@ line: it is unparsed, with its text among the examples.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 from kit.acceptance import (
@@ -22,6 +21,7 @@ from kit.acceptance import (
     vllm_request,
 )
 from kit.acceptance.model import LogRun, Window
+from kit.limits import try_loads
 
 _ACCESS_LOG = ("INFO:  ", "WARNING:  ", "ERROR:  ")  # uvicorn lines in both engines' server logs
 _GARBLED = (sglang_log.Garbled, vllm_log.Garbled, llamacpp_log.Garbled)
@@ -36,10 +36,7 @@ def json_fields(line: str) -> dict[str, fields.Value]:
     """The pairs of a JSON object in the line (or of JSON-like text when it does not decode)."""
     start, end = line.find("{"), line.rfind("}")
     if 0 <= start < end:
-        try:
-            obj = json.loads(line[start : end + 1])
-        except ValueError:
-            obj = None
+        obj = try_loads(line[start : end + 1])
         if isinstance(obj, dict):
             return fields.flatten(obj)
     return fields.pairs(line, lists=("acceptance histogram",))

@@ -9,12 +9,12 @@ is kept beside the normalised view.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kit.errors import KitError
+from kit.limits import read_json_file
 
 # How an aux layer id is meant. vLLM stores id k as the state after k decoder layers and reads a
 # config's ids verbatim (0.11.1 v1/worker/gpu_model_runner.py:3395-3420; target side 0.9.2
@@ -119,12 +119,7 @@ def read_json(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    try:
-        data = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise KitError("no such file", p) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise KitError(f"not valid JSON ({e})", p) from None
+    data = read_json_file(p)
     if not isinstance(data, dict):
         raise KitError("config is not a JSON object", p)
     return data
@@ -192,6 +187,23 @@ def _need(c: dict[str, Any], key: str, path: Path | None) -> Any:
     return c[key]
 
 
+def architectures(raw: dict[str, Any], path: Path | None) -> list[str]:
+    """The class names a config lists; transformers writes a list of strings, and anything
+    else (a number, `true`, an object) is named as the field at fault, not met as a TypeError
+    in whatever reads the names next."""
+    names = raw.get("architectures")
+    if names is None or names == []:
+        return []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise KitError(f"'architectures' is {_short(names)}, not a list of class names", path)
+    return names
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def parse_draft_config(raw: dict[str, Any], path: Path | None = None) -> DraftConfig:
     """Normalise a draft config dict; `KitError` if it is not an EAGLE-3 draft config."""
     try:
@@ -255,7 +267,7 @@ def _parse_draft_config(raw: dict[str, Any], path: Path | None) -> DraftConfig:
         )
     return DraftConfig(
         source="speculators" if speculators else "flat",
-        architectures=list(raw.get("architectures") or []),
+        architectures=architectures(raw, path),
         model_type=str(layer.get("model_type", "llama")),
         hidden_size=hidden,
         num_attention_heads=heads,
@@ -341,7 +353,7 @@ def parse_target_config(raw: dict[str, Any], path: Path | None = None) -> Target
 
 
 def _parse_target_config(raw: dict[str, Any], path: Path | None) -> TargetConfig:
-    arch = (raw.get("architectures") or ["unknown"])[0]
+    arch = (architectures(raw, path) or ["unknown"])[0]
     text, text_key = raw, None
     for key in _TEXT_KEYS:
         if isinstance(raw.get(key), dict) and "num_hidden_layers" in raw[key]:

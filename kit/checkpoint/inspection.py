@@ -18,6 +18,7 @@ from typing import Any
 from kit.checkpoint.config import (
     DraftConfig,
     TargetConfig,
+    architectures,
     parse_draft_config,
     parse_target_config,
     read_json,
@@ -105,7 +106,7 @@ def load_config(ck: Checkpoint) -> DraftConfig | TargetConfig | None:
     if ck.config_path is None:
         return None
     raw = read_json(ck.config_path)
-    archs = " ".join(map(str, raw.get("architectures") or []))
+    archs = " ".join(architectures(raw, ck.config_path))
     is_draft = (
         "transformer_layer_config" in raw
         or "draft_vocab_size" in raw
