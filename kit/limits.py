@@ -20,15 +20,20 @@ MAX_JSON_DEPTH = 64
 MAX_JSON_BYTES = 64 << 20
 
 
-def loads(text: str | bytes, source: str | Path | None, what: str = "") -> Any:
+def loads(
+    text: str | bytes, source: str | Path | None, what: str = "", unique_keys: bool = False
+) -> Any:
     """`json.loads` that refuses NaN and infinities (no engine writes them in a config) and
-    nesting beyond `MAX_JSON_DEPTH`, each as a `KitError` naming `source`."""
+    nesting beyond `MAX_JSON_DEPTH`, each as a `KitError` naming `source`. `unique_keys`: a key
+    twice in one object is refused too (safetensors refuses such a header on load, where json
+    would keep the later entry and the kit would describe a file no engine opens)."""
     if len(text) > MAX_JSON_BYTES:
         raise KitError(
             f"{what or 'JSON'} of {len(text)} bytes exceeds the limit of {MAX_JSON_BYTES}", source
         )
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        hook = _unique if unique_keys else None
+        value = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=hook)
     except RecursionError:
         raise _too_deep(source, what) from None
     except ValueError as e:  # undecodable bytes, bad syntax, NaN / Infinity (refused above)
@@ -75,6 +80,15 @@ def finite(value: float) -> float | None:
     """The figure when it is finite; None for NaN and infinities (a number too large for a
     float, printed in a log, reads as infinity)."""
     return value if math.isfinite(value) else None
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"key {twice!r} appears twice in one object")
+    return out
 
 
 def _refuse_constant(name: str) -> None:

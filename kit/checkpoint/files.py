@@ -290,11 +290,12 @@ def _read_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
             raw = f.read(n)
     except OSError as e:
         raise KitError(f"cannot read: {e.strerror}", file) from None
-    header = loads(raw, file, "header")
+    header = loads(raw, file, "header", unique_keys=True)
     if not isinstance(header, dict):
         raise KitError("header is not a JSON object", file)
-    metadata = header.pop("__metadata__", None) or {}
-    if not isinstance(metadata, dict):
+    metadata = header.pop("__metadata__", None)
+    metadata = {} if metadata is None else metadata  # safetensors reads null as no metadata
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise KitError("header __metadata__ is not a JSON object of strings", file)
     data_start = 8 + n
     data_len = size - data_start
