@@ -18,6 +18,10 @@ from kit.errors import KitError
 MAX_JSON_DEPTH = 64
 # A config, an index or a server-info answer of more than this is not one.
 MAX_JSON_BYTES = 64 << 20
+# A config's sizes: any dimension below 2^31 (torch's index limit on most kernels), at most 1024
+# layers (the largest released models have under 200), so no config builds an endless model.
+MAX_DIM = 2**31 - 1
+MAX_LAYERS = 1024
 
 
 def loads(

@@ -69,6 +69,8 @@ def number(raw: Value) -> float | None:
         return None
     if isinstance(raw, int | float):
         return _figure(raw)
+    if not isinstance(raw, str):  # an object or null where a JSON log had a figure
+        return None
     text = raw.strip()
     percent = text.endswith("%")
     try:

@@ -72,7 +72,7 @@ def parse(lines: Iterable[str] | TextIO, where: str) -> Scrape:
                 scrape.sums[name] += s.value
                 if name.endswith(PER_POS):
                     scrape.per_pos[int(s.labels.get("position", 0))] += s.value
-    except (ValueError, TypeError, KeyError) as e:
+    except (ValueError, TypeError, KeyError, OverflowError) as e:  # 1e999 or 10^400 too
         raise KitError(f"not valid Prometheus text exposition: {e}", where) from None
     return scrape
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import KitError
-from kit.limits import read_json_file
+from kit.limits import MAX_DIM, MAX_LAYERS, read_json_file
 
 # How an aux layer id is meant. vLLM stores id k as the state after k decoder layers and reads a
 # config's ids verbatim (0.11.1 v1/worker/gpu_model_runner.py:3395-3420; target side 0.9.2
@@ -207,9 +207,30 @@ def _short(value: Any) -> str:
 def parse_draft_config(raw: dict[str, Any], path: Path | None = None) -> DraftConfig:
     """Normalise a draft config dict; `KitError` if it is not an EAGLE-3 draft config."""
     try:
-        return _parse_draft_config(raw, path)
+        cfg = _parse_draft_config(raw, path)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError) as e:
         raise KitError(f"draft config has a field of the wrong type or shape ({e})", path) from None
+    _bounded(cfg, _DRAFT_SIZES, path)
+    return cfg
+
+
+_DRAFT_SIZES = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+                "intermediate_size", "vocab_size", "draft_vocab_size", "target_hidden_size",
+                "max_position_embeddings")  # fmt: skip
+
+
+def _bounded(cfg: DraftConfig | TargetConfig, sizes: tuple[str, ...], path: Path | None) -> None:
+    """Every size a real model could have (docs/limits.md): a tracer or a rewrite builds modules
+    and loops by these numbers, so 10^30 heads or a billion layers must stop here."""
+    for key in sizes:
+        value = getattr(cfg, key)
+        if value is not None and not 0 < value <= MAX_DIM:
+            raise KitError(f"{key} = {value} is outside 1..{MAX_DIM} (MAX_DIM)", path)
+    if not 0 <= cfg.num_hidden_layers <= MAX_LAYERS:
+        raise KitError(
+            f"num_hidden_layers = {cfg.num_hidden_layers} is outside 0..{MAX_LAYERS} (MAX_LAYERS)",
+            path,
+        )
 
 
 def _sections(raw: dict[str, Any], path: Path | None) -> tuple[bool, dict, dict, dict]:
@@ -345,11 +366,13 @@ _TEXT_KEYS = ("text_config", "language_config", "llm_config")
 def parse_target_config(raw: dict[str, Any], path: Path | None = None) -> TargetConfig:
     """Normalise a target config (flat, or with a nested text config); `KitError` otherwise."""
     try:
-        return _parse_target_config(raw, path)
+        cfg = _parse_target_config(raw, path)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError) as e:
         raise KitError(
             f"target config has a field of the wrong type or shape ({e})", path
         ) from None
+    _bounded(cfg, ("hidden_size",), path)
+    return cfg
 
 
 def _parse_target_config(raw: dict[str, Any], path: Path | None) -> TargetConfig:
