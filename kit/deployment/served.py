@@ -77,8 +77,11 @@ def local_path(value: str | None) -> Path | None:
     """A model / tokenizer argument that names something on this machine (else a hub id)."""
     if not value:
         return None
-    path = Path(value).expanduser()
-    return path if path.exists() else None
+    try:
+        path = Path(value).expanduser()
+        return path if path.exists() else None
+    except (OSError, ValueError, RuntimeError):  # a name too long, a NUL byte, ~nobody/…
+        return None
 
 
 def local_config(value: str | None) -> dict[str, Any] | None:
