@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format lab bench data clean
+.PHONY: demo test fuzz lint format lab bench data clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,11 @@ demo: $(STAMP)
 
 test: $(STAMP) lint
 	$(PY) -m pytest -q
+
+# The long fuzz profile (CI): new cases on every run, a few hundred to a thousand per test, under
+# six minutes on 2 cores. `make test` runs the same tests with the bounded profile (docs/limits.md).
+fuzz: $(STAMP)
+	KIT_FUZZ=long $(PY) -m pytest -q tests/fuzz
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -53,7 +53,7 @@ def test_a_config_nested_thousands_deep_is_one_error(tmp_path, call):
 def test_architectures_not_a_list_of_names_is_one_error(tmp_path, value):
     config = {**json.loads((DRAFT / "config.json").read_text()), "architectures": value}
     draft = draft_with(tmp_path, json.dumps(config))
-    with pytest.raises(KitError, match="'architectures' is .*, not a list of class names"):
+    with pytest.raises(KitError, match=r"'architectures' is .*, not a list of class names"):
         kit.inspect(draft)
 
 
