@@ -1,7 +1,7 @@
 """Hypothesis profiles for the fuzz tests: `bounded` in `make test`, `long` in `make fuzz` (CI).
 
-KIT_FUZZ picks the profile (default `bounded`); KIT_FUZZ_EXAMPLES overrides its case count. The
-bounded profile is derandomized, so `make test` runs the same cases every time; the long one
+KIT_FUZZ picks the profile (default `bounded`); KIT_FUZZ_EXAMPLES overrides its case count. Tests
+that are cheap per case run `more(3)` times the count. The bounded profile is derandomized, so `make test` runs the same cases every time; the long one
 draws new cases on each run, which is what finds new crashes.
 """
 
@@ -19,7 +19,7 @@ _COUNT = os.environ.get("KIT_FUZZ_EXAMPLES")
 
 settings.register_profile(
     "bounded",
-    max_examples=int(_COUNT or 30),
+    max_examples=int(_COUNT or 20),
     deadline=None,
     derandomize=True,
     database=None,
@@ -28,7 +28,7 @@ settings.register_profile(
 )
 settings.register_profile(
     "long",
-    max_examples=int(_COUNT or 1500),
+    max_examples=int(_COUNT or 350),
     deadline=None,
     database=None,
     suppress_health_check=_QUIET,

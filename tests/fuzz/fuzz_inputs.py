@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from kit.acceptance.fields import mentions_acceptance
@@ -169,6 +170,11 @@ def mutated_line(draw: st.DrawFn, line: str) -> bytes:
         raw = flip_bytes(raw, draw(st.lists(st.tuples(st.integers(0, 4096), st.integers(0, 255)),
                                             min_size=1, max_size=8)))  # fmt: skip
     return raw
+
+
+def more(factor: int) -> settings:
+    """The loaded profile with `factor` times its cases, for a test that is cheap per case."""
+    return settings(max_examples=settings.default.max_examples * factor)
 
 
 # --- the rule --------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from fuzz_inputs import (
     dumps,
     flip_bytes,
     hostile_values,
+    more,
     safetensors_parts,
     survives,
 )
@@ -89,6 +90,7 @@ def test_hostile_headers_are_read_or_refused_in_one_line(body: bytes, engine: st
         survives(kit.doctor, folder, engine=engine)
 
 
+@more(3)
 @given(hostile_file())
 def test_hostile_headers_through_every_release(body: bytes):
     with Fence() as fence:
@@ -104,6 +106,7 @@ SHARD_NAMES = st.one_of(
 )  # fmt: skip
 
 
+@more(3)
 @given(st.dictionaries(st.sampled_from(NAMES), SHARD_NAMES, min_size=1), st.sampled_from(RELEASES))
 def test_index_shard_names_never_lead_outside_the_folder(weight_map: dict, engine: str):
     """An index may name any shard; the kit reads and writes only inside the index's folder

@@ -15,6 +15,7 @@ from fuzz_inputs import (
     TARGET,
     Fence,
     log_lines,
+    more,
     mutated_json,
     mutated_line,
     server_texts,
@@ -49,6 +50,7 @@ def test_mutated_log_lines_are_read_or_refused_in_one_line(text: bytes, engine: 
         survives(kit.doctor, DRAFT, target_config=TARGET, logs=[log], engine=engine)
 
 
+@more(3)
 @given(log_text(METRIC_LINES), ENGINES)
 def test_mutated_prometheus_text_is_read_or_refused_in_one_line(text: bytes, engine: str | None):
     with Fence() as fence:
@@ -57,6 +59,7 @@ def test_mutated_prometheus_text_is_read_or_refused_in_one_line(text: bytes, eng
         survives(kit.analyze_logs, [scrape], engine=engine)
 
 
+@more(3)
 @given(mutated_json(INFO), ENGINES)
 def test_mutated_server_info_is_read_or_refused_in_one_line(text: bytes, engine: str | None):
     with Fence() as fence:
