@@ -125,3 +125,18 @@ def test_index_shard_names_never_lead_outside_the_folder(weight_map: dict, engin
             )
         survives(kit.fix, fence.inside, engine, out=fence.inside / "fixed")
         bait.unlink()  # the one file allowed outside: the case's own bait
+
+
+PICKLE = (DRAFT.parent.parent / "layouts" / "eagle-official" / "pytorch_model.bin").read_bytes()
+
+
+@given(st.lists(st.tuples(st.integers(0, len(PICKLE) - 1), st.integers(0, 255)), max_size=8),
+       st.integers(0, len(PICKLE)))  # fmt: skip
+def test_broken_torch_archives_are_read_or_refused_in_one_line(edits: list, cut: int):
+    """The trainer's pytorch_model.bin with bytes changed and its tail cut: weights_only
+    unpickling refuses code, and a broken zip is one error."""
+    with Fence() as fence:
+        (fence.inside / "pytorch_model.bin").write_bytes(flip_bytes(PICKLE, edits)[:cut])
+        fence.copy(DRAFT.parent.parent / "layouts" / "eagle-official" / "config.json")
+        survives(kit.inspect, fence.inside, stats="none")
+        survives(kit.simulate, fence.inside, "sglang==0.5.10")

@@ -186,7 +186,7 @@ def fuzz_server():
     answers: dict[str, bytes] = {}
     routes = {path: (lambda p: lambda _b: (200, "application/json", answers.get(p, b"")))(path)
               for path in ("/get_server_info", "/server_info", "/metrics", "/version",
-                           "/v1/models")}  # fmt: skip
+                           "/v1/models", "/generate", "/v1/completions")}  # fmt: skip
     with serve(routes) as url:
         yield url, answers
 
@@ -208,7 +208,8 @@ def test_probe_reads_or_refuses_fuzzed_answers_in_one_line(fuzz_server, engine, 
     else:
         answers["/version"] = json.dumps({"version": info[:20].decode("latin-1")}).encode()
         answers["/v1/models"] = info
-    report = survives(probe, url, interval=0, timeout=TIMEOUT)
+    answers["/generate"] = answers["/v1/completions"] = info  # the answer to each request
+    report = survives(probe, url, interval=0, requests=2, timeout=TIMEOUT)
     if report is not None:
         json.dumps(report.to_dict())
 
