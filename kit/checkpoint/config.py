@@ -9,6 +9,7 @@ is kept beside the normalised view.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,18 +130,29 @@ def _rope_theta(c: dict[str, Any], prefix: str = "") -> tuple[float, str | None]
     """transformers 4 writes `rope_theta`; 5 writes `rope_parameters` (per layer type for some
     models, e.g. {"full_attention": {...}, "sliding_attention": {...}})."""
     if "rope_theta" in c:
-        return float(c["rope_theta"]), f"{prefix}rope_theta"
+        return _theta(c["rope_theta"]), f"{prefix}rope_theta"
     for key in ("rope_parameters", "rope_scaling"):
         rp = c.get(key)
         if not isinstance(rp, dict):
             continue
         if "rope_theta" in rp:
-            return float(rp["rope_theta"]), f"{prefix}{key}.rope_theta"
+            return _theta(rp["rope_theta"]), f"{prefix}{key}.rope_theta"
         for kind in ("full_attention", *rp):
             sub = rp.get(kind)
             if isinstance(sub, dict) and "rope_theta" in sub:
-                return float(sub["rope_theta"]), f"{prefix}{key}.{kind}.rope_theta"
+                return _theta(sub["rope_theta"]), f"{prefix}{key}.{kind}.rope_theta"
     return 10000.0, None
+
+
+def _theta(value: Any) -> float:
+    """rope_theta as the positive finite number it must be; a TypeError otherwise, which the
+    config parsers turn into one error naming the file."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise TypeError(f"rope_theta is {value!r}, not a number")
+    theta = float(value)
+    if not math.isfinite(theta) or theta <= 0:
+        raise ValueError(f"rope_theta is {value!r}, not a positive number")
+    return theta
 
 
 def _provenance(
@@ -387,6 +399,7 @@ def _parse_target_config(raw: dict[str, Any], path: Path | None) -> TargetConfig
             raise KitError(
                 f"target config lacks {key!r} (looked in {', '.join(_TEXT_KEYS)} too)", path
             )
+    read_rope(text)  # the deployment checks read it: a theta of null must stop here, by name
     return TargetConfig(
         architecture=str(arch),
         model_type=str(raw.get("model_type", text.get("model_type", "unknown"))),

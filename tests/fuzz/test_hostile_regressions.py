@@ -190,3 +190,14 @@ def test_the_cli_prints_one_line_naming_the_file_and_exits_2(tmp_path, capsys, c
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {draft / 'config.json'}"), err
+
+
+@pytest.mark.parametrize("theta", [None, "fast", True, -1])
+def test_a_target_rope_theta_that_is_no_number_is_one_error_naming_the_config(tmp_path, theta):
+    """Found by `make fuzz`: doctor's deployment checks died in float(None) in read_rope."""
+    config = {**json.loads((TARGET / "config.json").read_text()), "rope_theta": theta}
+    target = tmp_path / "config.json"
+    target.write_text(json.dumps(config))
+    with pytest.raises(KitError, match="target config has a field of the wrong type") as e:
+        kit.doctor(DRAFT, target_config=target, engine="sglang==0.5.10")
+    assert e.value.path == str(target)
