@@ -80,9 +80,16 @@ class DraftConfig:
 
     @property
     def initializer_range(self) -> float:
-        """Std of HF's fresh normal init, used to recognise weights that never trained."""
+        """Std of HF's fresh normal init, used to recognise weights that never trained. No
+        engine reads it, so a value that is no positive number falls back to HF's 0.02 rather
+        than stopping the inspection (it divides the tensors' std)."""
         layer = self.raw.get("transformer_layer_config", self.raw)
-        return float(layer.get("initializer_range", 0.02)) if isinstance(layer, dict) else 0.02
+        value = layer.get("initializer_range", 0.02) if isinstance(layer, dict) else 0.02
+        try:
+            std = float(value)
+        except (TypeError, ValueError, OverflowError):
+            return 0.02
+        return std if math.isfinite(std) and std > 0 else 0.02
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -201,3 +201,12 @@ def test_a_target_rope_theta_that_is_no_number_is_one_error_naming_the_config(tm
     with pytest.raises(KitError, match="target config has a field of the wrong type") as e:
         kit.doctor(DRAFT, target_config=target, engine="sglang==0.5.10")
     assert e.value.path == str(target)
+
+
+@pytest.mark.parametrize("value", [None, "x", 0, 10**400])
+def test_an_initializer_range_that_is_no_number_does_not_stop_inspect(tmp_path, value):
+    """Found by `make fuzz`: float(None) and a division by zero in the untrained-weight check."""
+    config = json.loads((DRAFT / "config.json").read_text())
+    config.get("transformer_layer_config", config)["initializer_range"] = value
+    report = kit.inspect(draft_with(tmp_path, json.dumps(config)))
+    assert report.config.initializer_range == 0.02
