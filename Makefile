@@ -15,8 +15,11 @@ $(STAMP): requirements.txt
 demo: $(STAMP)
 	$(PY) -m kit run --out runs/demo
 
+# Test files run in parallel, each whole on one worker (its module fixtures built once):
+# the notebook runs on one core while the rest share the other. TEST_WORKERS=0: serial.
+TEST_WORKERS ?= 2
 test: $(STAMP) lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # The long fuzz profile (CI): new cases on every run, a few hundred to a thousand per test, under
 # six minutes on 2 cores. `make test` runs the same tests with the bounded profile (docs/limits.md).
@@ -41,7 +44,7 @@ lab: $(STAMP)
 	JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	PYTHONPATH="$(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))" \
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(LAB_ROOT_FLAG) $(LAB_ARGS) \
-		notebooks/01_key_inspection.py
+		--LabApp.default_url=/lab/tree/notebooks/01_key_inspection.py notebooks/01_key_inspection.py
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -152,9 +152,12 @@ if interactive:
 
     runnable = [row for row in rows if row.result is not None]
 
-    @widgets.interact(
-        wiring=widgets.Dropdown(options=[(r.label, i) for i, r in enumerate(runnable)], value=0)
-    )
+    choice = widgets.Dropdown(
+        options=[(r.label, i) for i, r in enumerate(runnable)], value=0, description="wiring",
+        layout=widgets.Layout(width="max-content"),  # the labels whole, not cut at the box
+    )  # fmt: skip
+
+    @widgets.interact(wiring=choice)
     def show_wiring(wiring):
         per_position_figure([runnable[0], runnable[wiring]] if wiring else runnable[:1]).show()
         display(findings_table(runnable[wiring].findings, title=runnable[wiring].label))

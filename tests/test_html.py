@@ -167,3 +167,15 @@ def test_backticked_names_in_findings_render_as_code_and_stay_escaped():
     assert "<code>python -m kit trace</code> &lt;now&gt;" in page
     assert "<code>a&lt;b</code>" in page and "<code>kit fix</code>" in page
     assert "`" not in page
+
+
+def test_a_header_breaks_between_words_only():
+    """Beside a column of long text, a header cell squeezed narrow broke mid-word ("accep t len"):
+    headers wrap at spaces, data cells may still break a long key anywhere."""
+    from kit.report.html import table_html
+
+    page = table_html([{"accept len": 1.0, "key": "model.layers.0.self_attn.q_proj.weight" * 4}])
+    heads = re.findall(r"<th [^>]*>", page)
+    cells = re.findall(r"<td [^>]*>", page)
+    assert heads and all("anywhere" not in h and "keep-all" in h for h in heads)
+    assert cells and all("overflow-wrap:anywhere" in c for c in cells)

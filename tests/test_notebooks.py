@@ -315,10 +315,21 @@ def test_widgets_run_headless_without_waiting(sample_dir, tmp_path):
         Step("01_key_inspection", {"draft": str(sample_dir), "interactive": True}),
         Step("04_acceptance_rate", {"logs": logs, "baseline": None, "interactive": True}),
         Step("05_offline_acceptance", offline),
+        Step("06_deployment_check", {"interactive": True}),
     ]
     for result in execute(steps, tmp_path, timeout=120, progress=False):
         assert result.status == Status.OK, f"{result.name} failed at {result.error}"
         assert _outputs(tmp_path / result.notebook, WIDGET_MIME), f"{result.name}: no widget"
+    release = _dropdown(tmp_path / "06_deployment_check.ipynb", "release")
+    assert release == defaults("06_deployment_check")["engine"].partition("==")[2]
+
+
+def _dropdown(notebook: Path, description: str) -> str:
+    """The label a dropdown of an executed notebook shows, from the widget state it saved."""
+    meta = nbformat.read(notebook, as_version=4).metadata
+    models = meta["widgets"]["application/vnd.jupyter.widget-state+json"]["state"].values()
+    [state] = [m["state"] for m in models if m["state"].get("description") == description]
+    return state["_options_labels"][state["index"]]
 
 
 def test_run_probe_reads_a_live_server_beside_the_expectation(tmp_path):

@@ -29,7 +29,7 @@ from kit.engines.vocab import (
     State,
 )
 from kit.load.findings import findings_for, refused_findings
-from kit.load.report import LoadReport, ParamState
+from kit.load.report import LOST, LoadReport, ParamState
 
 __all__ = [
     "KeyOutcome",
@@ -126,24 +126,31 @@ def _replay(
             fatal = eng.missing_d2t_failure(rel)
     states = [] if refusal else _param_states(params, keys, eng.from_target(ctx))
     if fatal is None and states and not any(k.outcome == Outcome.ERROR for k in keys):
-        fatal = _unloaded_failure(eng, ctx, states)  # met after the keys' own errors
+        # met after the keys' own errors; engines that do not fail leave the parameter at init
+        fatal = eng.unloaded_failure(ctx, [p.name for p in states if p.state == State.LEFT_AT_INIT])
     crashed = fatal is not None or any(k.outcome == Outcome.ERROR for k in keys)
     report = LoadReport(str(rel), keys, states, [], crashed, refusal=refusal)
     upgrade = None
     if suggest and not report.loads_cleanly:
         upgrade = _first_clean_release(shapes, cfg, rel)
     report.findings = findings_for(report, rel, cfg, fatal, upgrade)
+    if crashed:
+        report.keys = _failed(keys, fatal)
     return report
 
 
-def _unloaded_failure(eng: Any, ctx: LoadContext, states: list[ParamState]) -> Refusal | None:
-    """The load error of an engine whose loader fails on a parameter no tensor fills (the
-    optional `unloaded_failure` of its package, e.g. TensorRT-LLM); the others leave such a
-    parameter at its init, which the findings report."""
-    check = getattr(eng, "unloaded_failure", None)
-    if check is None:
-        return None
-    return check(ctx, [p.name for p in states if p.state == State.LEFT_AT_INIT])
+def _failed(keys: list[KeyOutcome], fatal: Refusal | None) -> list[KeyOutcome]:
+    """A server that fails at start-up reads no key into the draft: a key the replay had loaded,
+    consumed or ignored becomes that start-up error (the first one the server meets). Keys
+    already lost (dropped, warned, their own error) keep their fate: they fail either way and say
+    why the load fails. The findings were drawn before, from each key's own fate."""
+    first = fatal or next(Refusal(k.message, k.source) for k in keys if k.outcome == Outcome.ERROR)
+    why = f"not loaded: the server fails at start-up ({first.message})"
+    return [
+        k if k.outcome in LOST else KeyOutcome(k.key, Outcome.ERROR, k.param, k.shard, why,
+                                               first.source)
+        for k in keys
+    ]  # fmt: skip
 
 
 def _first_clean_release(
@@ -192,7 +199,7 @@ def _param_states(
         elif got:
             state, msg = State.LOADED, ""
         else:
-            state, msg = State.LEFT_AT_INIT, f"nothing loads it; stays {spec.init}"
+            state, msg = State.LEFT_AT_INIT, f"nothing loads it; stays {spec.init.left}"
         have = {k.shard for k in got}
         missing = [s for s, _ in spec.shards if s not in have] if got else []
         out.append(

@@ -199,7 +199,7 @@ def measure(
     per_prompt = [Counts() for _ in prompts]
     fc_applied, t0 = False, time.perf_counter()
     reset_peak_memory()
-    bar = _progress(opts.progress and len(groups) >= PROGRESS_MIN_GROUPS, len(prompts))
+    bar = _progress(opts.progress and len(groups) >= PROGRESS_MIN_GROUPS, len(prompts), wiring)
     with torch.inference_mode():
         for length, members in sorted(groups.items()):
             ids = torch.tensor([prompts[i].ids for i in members], device=here)
@@ -298,7 +298,9 @@ def chain_acceptance(
     rows = seq.shape[1] - 1
     pos = torch.arange(rows, device=seq.device)
     cache = ChainCache(len(draft.model.decoder_layers()))
-    dtype = draft.model.fc.weight.dtype  # a GPU target may run in bf16; the draft runs in fp32
+    # a GPU target may run in bf16; the draft runs in fp32 (its final norm: every draft has one,
+    # not every draft an fc)
+    dtype = draft.model.norm.weight.dtype
     emitted = torch.nn.functional.pad(seq, (0, k + 1), value=-1)  # -1: past the sequence
     if p_next is not None:
         p_next = torch.nn.functional.pad(p_next, (0, k + 2), value=1.0)
@@ -322,7 +324,7 @@ def draft_index(draft: Eagle3Draft, vocab: int) -> torch.Tensor:
     """For every target id, the draft id that proposes it (−1: outside the draft's vocabulary).
     `d2t` maps draft ids one to one, as every trainer writes it."""
     n = draft.cfg.effective_draft_vocab
-    device = draft.model.fc.weight.device
+    device = draft.model.norm.weight.device
     targets = draft.to_target_ids(torch.arange(n, device=device))
     index = torch.full((max(vocab, int(targets.max()) + 1),), -1, dtype=torch.long, device=device)
     index[targets] = torch.arange(n, device=device)
@@ -348,10 +350,19 @@ def _threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _progress(enabled: bool, total: int):
-    """A tqdm bar on a terminal only: in a pipe or a CI log it stays silent (`disable=None`)."""
+def _progress(enabled: bool, total: int, wiring: Wiring):
+    """A tqdm bar on a terminal only: in a pipe or a CI log it stays silent (`disable=None`).
+    It names the wiring it measures, so a notebook's several bars can be told apart."""
     from tqdm.auto import tqdm
 
     return tqdm(
-        total=total, desc="offline acceptance", unit="prompt", disable=None if enabled else True
+        total=total, desc=bar_label(wiring), unit="prompt", disable=None if enabled else True
     )
+
+
+def bar_label(wiring: Wiring) -> str:
+    """`healthy`, or the release with its aux capture and what-ifs: what one bar measures."""
+    if wiring.healthy:
+        return "healthy"
+    parts = [str(wiring.release), f"aux capture {'on' if wiring.aux_capture else 'off'}"]
+    return ", ".join(parts + list(wiring.what_if))

@@ -39,6 +39,7 @@ MARKS = {
 }
 
 _CELL = "text-align:left;vertical-align:top;overflow-wrap:anywhere"
+_HEAD = "text-align:left;vertical-align:top;overflow-wrap:normal;word-break:keep-all"
 _TABLE = "border-collapse:collapse;margin:6px 0 12px;text-align:left"
 # severity | finding (code, title, evidence, engine source) | fix
 _FINDING_COLUMNS = (("severity", "width:8.5em"), ("finding", ""), ("fix", "width:34%"))
@@ -166,7 +167,8 @@ def _value(value: Any) -> str:
 
 
 def _th(label: str, style: str = "") -> str:
-    return f'<th style="{_CELL};{style}">{escape(label)}</th>'
+    # a header wraps between words only: "accept len", never "accep t len" beside a long cell
+    return f'<th style="{_HEAD};{style}">{escape(label)}</th>'
 
 
 def _td(label: str, content: str, cls: str = "") -> str:

@@ -127,7 +127,7 @@ def test_rewritten_config_is_sglangs_flat_form(sample_dir):
     `eagle_config` as output of layer k (SGLang adds 1: 0.5.10 models/llama.py:783), a null
     target_hidden_size dropped (SGLang tests hasattr: 0.5.12 llama_eagle3.py:148)."""
     from kit.engines import parse_engine
-    from kit.engines.sglang import rewritten_config
+    from kit.engines.sglang.config import rewritten_config
 
     cfg = load_draft_config(sample_dir)
     raw, changes = rewritten_config(cfg, parse_engine("sglang==0.5.10"))
