@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format lab bench data clean check-core
+.PHONY: demo test fuzz lint format lab bench data clean check-core
 
 # The package with every extra, editable, resolved together with requirements.txt: its pins are
 # the lock of this venv (torch's CPU build among them); pyproject.toml's ranges are what a user's
@@ -22,6 +22,11 @@ demo: $(STAMP)
 TEST_WORKERS ?= 2
 test: $(STAMP) lint
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+
+# The long fuzz profile (CI): new cases on every run, a few hundred to a thousand per test, under
+# six minutes on 2 cores. `make test` runs the same tests with the bounded profile (docs/limits.md).
+fuzz: $(STAMP)
+	KIT_FUZZ=long $(PY) -m pytest -q tests/fuzz
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -22,6 +22,7 @@ from kit.engines import EngineRelease
 from kit.engines.vocab import Outcome
 from kit.errors import require_inputs
 from kit.findings import Finding, ranked
+from kit.limits import try_loads_file
 
 if TYPE_CHECKING:
     from kit.checkpoint.config import TargetConfig
@@ -308,12 +309,9 @@ def offline(
 
 def _has_chat_template(target: Path) -> bool:
     """The template a chat endpoint renders requests with: in tokenizer_config.json or beside it."""
-    import json
 
     if (target / "chat_template.jinja").is_file():
         return True
     config = target / "tokenizer_config.json"
-    try:
-        return bool(config.is_file() and json.loads(config.read_text()).get("chat_template"))
-    except (OSError, ValueError):
-        return False
+    data = try_loads_file(config) if config.is_file() else None
+    return isinstance(data, dict) and bool(data.get("chat_template"))

@@ -70,16 +70,28 @@ def number(raw: Value) -> float | None:
     if raw is None or isinstance(raw, bool | list | tuple):
         return None
     if isinstance(raw, int | float):
-        return None if math.isnan(raw) else float(raw)
+        return _figure(raw)
+    if not isinstance(raw, str):  # an object or null where a JSON log had a figure
+        return None
     text = raw.strip()
     percent = text.endswith("%")
     try:
         value = float(text.rstrip("%").strip())
     except ValueError:
         return None
-    if math.isnan(value):
+    if not math.isfinite(value):
         return None
     return value / 100 if percent else value
+
+
+def _figure(value: int | float) -> float | None:
+    """A JSON number as a float; None for NaN, infinities and integers too large for a float
+    (`accept len: 999…9` reads as infinity, and `int()` of it would raise)."""
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def count(raw: Value) -> int | None:

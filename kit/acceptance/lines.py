@@ -10,7 +10,6 @@ warnings, access-log and request lines, progress bars) holds no figure: it is no
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 from kit.acceptance import (
@@ -23,6 +22,7 @@ from kit.acceptance import (
     vllm_request,
 )
 from kit.acceptance.model import LogRun, Window
+from kit.limits import try_loads
 
 _GARBLED = (sglang_log.Garbled, vllm_log.Garbled, llamacpp_log.Garbled)
 _JSON_MARKS = ("speculative_decoding", "mean_acceptance_length", "specDecodingStats",
@@ -36,10 +36,7 @@ def json_fields(line: str) -> dict[str, fields.Value]:
     """The pairs of a JSON object in the line (or of JSON-like text when it does not decode)."""
     start, end = line.find("{"), line.rfind("}")
     if 0 <= start < end:
-        try:
-            obj = json.loads(line[start : end + 1])
-        except ValueError:
-            obj = None
+        obj = try_loads(line[start : end + 1])
         if isinstance(obj, dict):
             return fields.flatten(obj)
     return fields.pairs(line, lists=("acceptance histogram",))

@@ -72,8 +72,10 @@ def parse(lines: Iterable[str] | TextIO, where: str) -> Scrape:
                 scrape.sums[name] += s.value
                 if name.endswith(PER_POS):
                     scrape.per_pos[int(s.labels.get("position", 0))] += s.value
-    except (ValueError, TypeError, KeyError) as e:
-        raise KitError(f"not valid Prometheus text exposition: {e}", where) from None
+    except (ValueError, TypeError, KeyError, OverflowError) as e:  # 1e999 or 10^400 too
+        what = ascii(str(e))[1:-1]  # what the parser met, printable and on one line
+        what = what if len(what) <= 120 else what[:117] + "..."
+        raise KitError(f"not valid Prometheus text exposition: {what}", where) from None
     return scrape
 
 

@@ -22,6 +22,7 @@ from kit.acceptance.logfile import LogReader
 from kit.acceptance.model import LogRun
 from kit.engines import RELEASES, EngineRelease, parse_engine
 from kit.errors import KitError
+from kit.limits import NOT_JSON, try_loads
 
 JSON_WHOLE_LIMIT = 64 << 20
 FAMILIES = ("sglang", "vllm", "lmdeploy", "tensorrt_llm", "llama.cpp")  # engines the logs name
@@ -112,10 +113,7 @@ def read_json_value(obj: Any, run: LogRun, line_no: int = 0) -> bool:
     if isinstance(obj, list):
         return any([read_json_value(o, run, line_no) for o in obj])
     if isinstance(obj, str) and obj.lstrip().startswith("{"):
-        try:
-            return read_json_value(json.loads(obj), run, line_no)
-        except ValueError:
-            return False
+        return read_json_value(try_loads(obj), run, line_no)
     if not isinstance(obj, dict):
         return False
     if server_info.read(obj, run, line_no):
@@ -133,20 +131,17 @@ def read_json_value(obj: Any, run: LogRun, line_no: int = 0) -> bool:
 
 def _read_json(f: TextIO, path: Path, run: LogRun) -> None:
     if path.stat().st_size <= JSON_WHOLE_LIMIT:
-        try:
-            obj = json.load(f)
-        except json.JSONDecodeError:
-            f.seek(0)
-        else:
+        obj = try_loads(f.read())
+        f.seek(0)
+        if obj is not NOT_JSON:
             if not read_json_value(obj, run):
                 run.unparsed("json without acceptance fields", json.dumps(obj)[:160], 1)
             return
     for n, line in enumerate(f, 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
+        obj = try_loads(line)
+        if obj is NOT_JSON:
             run.unparsed("garbled json", line, n)
             continue
         if not read_json_value(obj, run, n):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kit.acceptance.fields import count, number
 from kit.acceptance.model import Kind, LogRun, Window
 from kit.engines.sglang.acceptance import META_KEYS
 
@@ -53,26 +54,28 @@ def read(obj: Any, run: LogRun, line_no: int = 0) -> bool:
 
 def _server_info(info: dict[str, Any], run: LogRun) -> None:
     run.engine_name = "sglang"
-    run.num_steps = run.num_steps or info.get("speculative_num_steps")
-    run.topk = run.topk or info.get("speculative_eagle_topk")
-    run.num_draft_tokens = run.num_draft_tokens or info.get("speculative_num_draft_tokens")
+    # each figure read as the number it must be: server info is input, `"5"` or 1e999 too
+    run.num_steps = run.num_steps or count(info.get("speculative_num_steps"))
+    run.topk = run.topk or count(info.get("speculative_eagle_topk"))
+    run.num_draft_tokens = run.num_draft_tokens or count(info.get("speculative_num_draft_tokens"))
     if isinstance(info.get("version"), str):
         run.facts["server_version"] = info["version"]
     run.facts["server_args"] = {k: info[k] for k in SERVER_ARGS if k in info}
-    for state in info.get("internal_states") or []:
-        if isinstance(state, dict) and state.get("avg_spec_accept_length") is not None:
+    states = info.get("internal_states")
+    for state in states if isinstance(states, list) else []:
+        al = number(state.get("avg_spec_accept_length")) if isinstance(state, dict) else None
+        if al is not None:
             run.formats[("sglang", "server_info")] += 1
-            run.add(
-                Window(accept_len=float(state["avg_spec_accept_length"]), kind=Kind.SERVER_INFO)
-            )
+            run.add(Window(accept_len=al, kind=Kind.SERVER_INFO))
 
 
 def _meta_info(meta: dict[str, Any], run: LogRun, line_no: int) -> None:
     run.engine_name = "sglang"
-    verify = meta.get("spec_verify_ct") or 0
-    al = meta.get("spec_accept_length")
-    if al is None and verify and "completion_tokens" in meta:
-        al = meta["completion_tokens"] / verify
+    verify = count(meta.get("spec_verify_ct")) or 0
+    al = number(meta.get("spec_accept_length"))
+    completion = count(meta.get("completion_tokens"))
+    if al is None and verify and completion is not None:
+        al = completion / verify
     accepted = _first(
         meta, "spec_accept_token_num", "spec_accepted_drafts", "spec_num_correct_drafts"
     )
@@ -81,15 +84,16 @@ def _meta_info(meta: dict[str, Any], run: LogRun, line_no: int) -> None:
     )
     hist = meta.get("spec_accept_histogram") or meta.get("spec_correct_drafts_histogram")
     per_position = None
-    if isinstance(hist, list) and sum(hist) > 0:
-        total = sum(hist)
+    counts = [count(h) for h in hist] if isinstance(hist, list) else []
+    if counts and None not in counts and sum(counts) > 0:
+        hist, total = counts, sum(counts)
         per_position = tuple(sum(hist[i + 1 :]) / total for i in range(len(hist) - 1))
     keys = tuple(sorted(k for k in META_KEYS if k in meta))
     run.formats[("sglang", "meta_info", keys)] += 1
     run.add(
         Window(
-            accept_len=float(al) if al is not None else None,
-            accept_rate=meta.get("spec_accept_rate"),
+            accept_len=al,
+            accept_rate=number(meta.get("spec_accept_rate")),
             per_position=per_position,
             accepted=accepted,
             drafted=drafted,
@@ -102,5 +106,5 @@ def _meta_info(meta: dict[str, Any], run: LogRun, line_no: int) -> None:
 def _first(d: dict[str, Any], *keys: str) -> int | None:
     for k in keys:
         if d.get(k) is not None:
-            return int(d[k])
+            return count(d[k])
     return None

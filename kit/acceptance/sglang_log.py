@@ -13,6 +13,7 @@ read the same way; its release is then told by the figures alone.
 from __future__ import annotations
 
 import calendar
+import math
 import re
 from dataclasses import dataclass
 
@@ -77,7 +78,17 @@ def _slice(span: tuple[int, int] | None, offset: int) -> slice | None:
 
 
 def _num(line: str, where: slice | None, kind: type[float] | type[int]) -> float | int | None:
-    return None if where is None else kind(line[where])
+    """The figure at `where`; a ValueError (a garbled line) for one too large to be a figure
+    (`accept len: 999…9` reads as infinity, and later sums and int() would carry it)."""
+    if where is None:
+        return None
+    value = kind(line[where])
+    if not math.isfinite(value) or abs(value) > MAX_FIGURE:
+        raise ValueError(f"{line[where][:24]!r} is not a finite figure")
+    return value
+
+
+MAX_FIGURE = 1e15  # no accept len, rate, throughput or request count comes near
 
 
 @dataclass(slots=True)
@@ -202,5 +213,8 @@ def parse_line(line: str, line_no: int) -> tuple[Window, Signature] | None:
     m = _AVG.search(line) if "avg_spec_accept_length=" in line else None
     if m is None:
         return None
-    w = Window(t=timestamp(line), accept_len=float(m.group(1)), line_no=line_no, kind=Kind.AVG_SPEC)
+    al = float(m.group(1))
+    if not math.isfinite(al) or al > MAX_FIGURE:
+        return None
+    w = Window(t=timestamp(line), accept_len=al, line_no=line_no, kind=Kind.AVG_SPEC)
     return w, ("sglang", "avg_spec", False, None, False, ())

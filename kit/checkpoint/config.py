@@ -9,12 +9,13 @@ is kept beside the normalised view.
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kit.errors import KitError
+from kit.limits import MAX_DIM, MAX_LAYERS, read_json_file
 
 # How an aux layer id is meant. vLLM stores id k as the state after k decoder layers and reads a
 # config's ids verbatim (0.11.1 v1/worker/gpu_model_runner.py:3395-3420; target side 0.9.2
@@ -79,9 +80,16 @@ class DraftConfig:
 
     @property
     def initializer_range(self) -> float:
-        """Std of HF's fresh normal init, used to recognise weights that never trained."""
+        """Std of HF's fresh normal init, used to recognise weights that never trained. No
+        engine reads it, so a value that is no positive number falls back to HF's 0.02 rather
+        than stopping the inspection (it divides the tensors' std)."""
         layer = self.raw.get("transformer_layer_config", self.raw)
-        return float(layer.get("initializer_range", 0.02)) if isinstance(layer, dict) else 0.02
+        value = layer.get("initializer_range", 0.02) if isinstance(layer, dict) else 0.02
+        try:
+            std = float(value)
+        except (TypeError, ValueError, OverflowError):
+            return 0.02
+        return std if math.isfinite(std) and std > 0 else 0.02
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -119,12 +127,7 @@ def read_json(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    try:
-        data = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise KitError("no such file", p) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise KitError(f"not valid JSON ({e})", p) from None
+    data = read_json_file(p)
     if not isinstance(data, dict):
         raise KitError("config is not a JSON object", p)
     return data
@@ -134,18 +137,29 @@ def _rope_theta(c: dict[str, Any], prefix: str = "") -> tuple[float, str | None]
     """transformers 4 writes `rope_theta`; 5 writes `rope_parameters` (per layer type for some
     models, e.g. {"full_attention": {...}, "sliding_attention": {...}})."""
     if "rope_theta" in c:
-        return float(c["rope_theta"]), f"{prefix}rope_theta"
+        return _theta(c["rope_theta"]), f"{prefix}rope_theta"
     for key in ("rope_parameters", "rope_scaling"):
         rp = c.get(key)
         if not isinstance(rp, dict):
             continue
         if "rope_theta" in rp:
-            return float(rp["rope_theta"]), f"{prefix}{key}.rope_theta"
+            return _theta(rp["rope_theta"]), f"{prefix}{key}.rope_theta"
         for kind in ("full_attention", *rp):
             sub = rp.get(kind)
             if isinstance(sub, dict) and "rope_theta" in sub:
-                return float(sub["rope_theta"]), f"{prefix}{key}.{kind}.rope_theta"
+                return _theta(sub["rope_theta"]), f"{prefix}{key}.{kind}.rope_theta"
     return 10000.0, None
+
+
+def _theta(value: Any) -> float:
+    """rope_theta as the positive finite number it must be; a TypeError otherwise, which the
+    config parsers turn into one error naming the file."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise TypeError(f"rope_theta is {value!r}, not a number")
+    theta = float(value)
+    if not math.isfinite(theta) or theta <= 0:
+        raise ValueError(f"rope_theta is {value!r}, not a positive number")
+    return theta
 
 
 def _provenance(
@@ -192,12 +206,50 @@ def _need(c: dict[str, Any], key: str, path: Path | None) -> Any:
     return c[key]
 
 
+def architectures(raw: dict[str, Any], path: Path | None) -> list[str]:
+    """The class names a config lists; transformers writes a list of strings, and anything
+    else (a number, `true`, an object) is named as the field at fault, not met as a TypeError
+    in whatever reads the names next."""
+    names = raw.get("architectures")
+    if names is None or names == []:
+        return []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise KitError(f"'architectures' is {_short(names)}, not a list of class names", path)
+    return names
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def parse_draft_config(raw: dict[str, Any], path: Path | None = None) -> DraftConfig:
     """Normalise a draft config dict; `KitError` if it is not an EAGLE-3 draft config."""
     try:
-        return _parse_draft_config(raw, path)
+        cfg = _parse_draft_config(raw, path)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError) as e:
         raise KitError(f"draft config has a field of the wrong type or shape ({e})", path) from None
+    _bounded(cfg, _DRAFT_SIZES, path)
+    return cfg
+
+
+_DRAFT_SIZES = ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+                "intermediate_size", "vocab_size", "draft_vocab_size", "target_hidden_size",
+                "max_position_embeddings")  # fmt: skip
+
+
+def _bounded(cfg: DraftConfig | TargetConfig, sizes: tuple[str, ...], path: Path | None) -> None:
+    """Every size a real model could have (docs/limits.md): a tracer or a rewrite builds modules
+    and loops by these numbers, so 10^30 heads or a billion layers must stop here."""
+    for key in sizes:
+        value = getattr(cfg, key)
+        if value is not None and not 0 < value <= MAX_DIM:
+            raise KitError(f"{key} = {value} is outside 1..{MAX_DIM} (MAX_DIM)", path)
+    if not 0 <= cfg.num_hidden_layers <= MAX_LAYERS:
+        raise KitError(
+            f"num_hidden_layers = {cfg.num_hidden_layers} is outside 0..{MAX_LAYERS} (MAX_LAYERS)",
+            path,
+        )
 
 
 def _sections(raw: dict[str, Any], path: Path | None) -> tuple[bool, dict, dict, dict]:
@@ -259,7 +311,7 @@ def _parse_draft_config(raw: dict[str, Any], path: Path | None) -> DraftConfig:
         )
     return DraftConfig(
         source="speculators" if speculators else "flat",
-        architectures=list(raw.get("architectures") or []),
+        architectures=architectures(raw, path),
         model_type=str(layer.get("model_type", "llama")),
         hidden_size=hidden,
         num_attention_heads=heads,
@@ -337,15 +389,17 @@ _TEXT_KEYS = ("text_config", "language_config", "llm_config")
 def parse_target_config(raw: dict[str, Any], path: Path | None = None) -> TargetConfig:
     """Normalise a target config (flat, or with a nested text config); `KitError` otherwise."""
     try:
-        return _parse_target_config(raw, path)
+        cfg = _parse_target_config(raw, path)
     except (TypeError, ValueError, AttributeError, KeyError, IndexError, ArithmeticError) as e:
         raise KitError(
             f"target config has a field of the wrong type or shape ({e})", path
         ) from None
+    _bounded(cfg, ("hidden_size",), path)
+    return cfg
 
 
 def _parse_target_config(raw: dict[str, Any], path: Path | None) -> TargetConfig:
-    arch = (raw.get("architectures") or ["unknown"])[0]
+    arch = (architectures(raw, path) or ["unknown"])[0]
     text, text_key = raw, None
     for key in _TEXT_KEYS:
         if isinstance(raw.get(key), dict) and "num_hidden_layers" in raw[key]:
@@ -356,6 +410,7 @@ def _parse_target_config(raw: dict[str, Any], path: Path | None) -> TargetConfig
             raise KitError(
                 f"target config lacks {key!r} (looked in {', '.join(_TEXT_KEYS)} too)", path
             )
+    read_rope(text)  # the deployment checks read it: a theta of null must stop here, by name
     return TargetConfig(
         architecture=str(arch),
         model_type=str(raw.get("model_type", text.get("model_type", "unknown"))),

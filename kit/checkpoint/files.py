@@ -11,7 +11,6 @@ request: as numpy arrays (`read_array`, the statistics; no torch needed) or as t
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import re
 import struct
@@ -23,6 +22,7 @@ import numpy as np
 
 from kit.checkpoint.decode import DECODABLE, decode
 from kit.errors import KitError
+from kit.limits import loads, read_json_file
 from kit.load.undo import UNDO_SUFFIX, torn_files
 
 # safetensors dtype name -> bytes per element (the format spec's list).
@@ -217,9 +217,9 @@ def _index_lists(index: Path, shard: str) -> bool:
     if not index.is_file():
         return False
     try:
-        weight_map = json.loads(index.read_text())["weight_map"]
+        weight_map = read_json_file(index)["weight_map"]
         return shard in set(weight_map.values())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+    except (KitError, KeyError, TypeError, AttributeError):
         return False  # a broken index: the folder's own open names its problem
 
 
@@ -295,14 +295,12 @@ def _read_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
             raw = f.read(n)
     except OSError as e:
         raise KitError(f"cannot read: {e.strerror}", file) from None
-    try:
-        header = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise KitError(f"header is not valid JSON ({e})", file) from None
+    header = loads(raw, file, "header", unique_keys=True)
     if not isinstance(header, dict):
         raise KitError("header is not a JSON object", file)
-    metadata = header.pop("__metadata__", None) or {}
-    if not isinstance(metadata, dict):
+    metadata = header.pop("__metadata__", None)
+    metadata = {} if metadata is None else metadata  # safetensors reads null as no metadata
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
         raise KitError("header __metadata__ is not a JSON object of strings", file)
     data_start = 8 + n
     data_len = size - data_start
@@ -381,14 +379,14 @@ def _open_single(file: Path) -> Checkpoint:
 
 
 def _open_index(index: Path) -> Checkpoint:
+    data = read_json_file(index, "index")
     try:
-        data = json.loads(index.read_text())
         weight_map = data["weight_map"]
         if not isinstance(weight_map, dict) or not all(
             isinstance(v, str) for v in weight_map.values()
         ):
             raise TypeError
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+    except (KeyError, TypeError):
         raise KitError(
             "not a valid safetensors index (needs a JSON object with 'weight_map')", index
         ) from None

@@ -20,6 +20,7 @@ import numpy as np
 from kit.checkpoint.config import (
     DraftConfig,
     TargetConfig,
+    architectures,
     parse_draft_config,
     parse_target_config,
     read_json,
@@ -113,7 +114,7 @@ def load_config(ck: Checkpoint) -> DraftConfig | TargetConfig | None:
 def classify_config(raw: dict, path: Path, ck: Checkpoint | None) -> DraftConfig | TargetConfig:
     """A config.json as read: a draft's when it says so (or its checkpoint looks like one),
     else a target's."""
-    archs = " ".join(map(str, raw.get("architectures") or []))
+    archs = " ".join(architectures(raw, path))
     is_draft = (
         "transformer_layer_config" in raw
         or "draft_vocab_size" in raw

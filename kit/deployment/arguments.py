@@ -9,14 +9,13 @@ engine (argparse prefixes, vLLM's underscores and dotted JSON keys) come from th
 from __future__ import annotations
 
 import difflib
-import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from kit.engines.base import EngineRelease
 from kit.engines.flagtable import Flag, FlagKind, FlagTable, ParserRules, ValueType
-from kit.errors import KitError
+from kit.limits import NOT_JSON, loads, try_loads
 
 
 class Problem(StrEnum):
@@ -185,10 +184,7 @@ def _convert(flag: Flag, text: str, rules: ParserRules) -> Any:
         except ValueError:
             raise ValueError(f"{text!r} is not a number") from None
     if flag.type is ValueType.JSON:
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as e:
-            raise KitError(f"{flag.name} is not valid JSON ({e}): {text!r}") from None
+        return loads(text, None, flag.name)
     return text
 
 
@@ -205,9 +201,8 @@ def _dotted(key: str, text: str, dotted: dict[str, tuple[str, dict[str, Any]]]) 
     name, *path = key.split(".")
     append = path[-1].endswith("+")
     path[-1] = path[-1].rstrip("+")
-    try:
-        value: Any = json.loads(text)
-    except json.JSONDecodeError:
+    value: Any = try_loads(text)
+    if value is NOT_JSON:
         value = text
     if append:
         value = text.split(",")

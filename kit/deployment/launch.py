@@ -56,7 +56,9 @@ def _text(text_or_file: str | Path) -> tuple[str, str]:
     else was meant as a file that is not there."""
     candidate = str(text_or_file)
     if "\n" not in candidate and len(candidate) < 4096:
-        path = Path(candidate).expanduser()
+        path = _as_path(candidate)
+        if path is None:  # not a name the filesystem takes (too long, a NUL byte): a line
+            return "launch line", candidate
         if path.is_file():
             try:
                 return str(path), path.read_text()
@@ -111,3 +113,15 @@ def _entrypoint(words: list[str]) -> tuple[str, int] | None:
         if python_m and len(words) > 2 and words[2] in flags.MODULES:
             return name, 3
     return None
+
+
+def _as_path(text: str) -> Path | None:
+    """`text` as a path when the filesystem can look it up."""
+    try:
+        path = Path(text).expanduser()
+        path.stat()
+    except FileNotFoundError:
+        return path
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return path

@@ -7,7 +7,6 @@ so a verdict can say which releases it assumed).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from kit.deployment.arguments import Arguments
 from kit.deployment.launch import Command
 from kit.engines import EngineRelease
 from kit.engines.serving import Method
+from kit.limits import try_loads_file
 
 
 @dataclass
@@ -77,8 +77,11 @@ def local_path(value: str | None) -> Path | None:
     """A model / tokenizer argument that names something on this machine (else a hub id)."""
     if not value:
         return None
-    path = Path(value).expanduser()
-    return path if path.exists() else None
+    try:
+        path = Path(value).expanduser()
+        return path if path.exists() else None
+    except (OSError, ValueError, RuntimeError):  # a name too long, a NUL byte, ~nobody/…
+        return None
 
 
 def local_config(value: str | None) -> dict[str, Any] | None:
@@ -86,10 +89,7 @@ def local_config(value: str | None) -> dict[str, Any] | None:
     path = local_path(value)
     if path is None or not (path / "config.json").is_file():
         return None
-    try:
-        data = json.loads((path / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
+    data = try_loads_file(path / "config.json")
     return data if isinstance(data, dict) else None
 
 

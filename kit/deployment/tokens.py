@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.checkpoint.config import DraftConfig
+from kit.deployment.served import local_path
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 
@@ -59,8 +60,8 @@ def load_template(folder: Path, override: str | None = None) -> Template:
     text = tok.chat_template
     source = str(folder)
     if override:
-        path = Path(override).expanduser()
-        if path.is_file():
+        path = local_path(override)
+        if path is not None and path.is_file():
             text, source = path.read_text(), f"{override} (--chat-template)"
         elif "{%" in override or "{{" in override:
             text, source = override, "the inline --chat-template"

@@ -45,6 +45,7 @@ from kit.checkpoint.formats import LAYOUTS, rename_plan
 from kit.engines import ENGINES, EngineRelease, parse_engine
 from kit.engines.vocab import Init, State
 from kit.errors import KitError
+from kit.limits import read_json_file
 from kit.load.atomic import default_mode, fsync_dir, replace_text, temp_beside, write_all
 from kit.load.header_fix import fix_in_place
 from kit.load.replay import simulate_keys
@@ -407,11 +408,11 @@ def write_fixed(
 
 
 def _raw_config(ck: Checkpoint) -> dict | None:
-    return json.loads(ck.config_path.read_text()) if ck.config_path else None
+    return read_json_file(ck.config_path) if ck.config_path else None
 
 
 def _renamed_index(ck: Checkpoint, renames: dict[str, str]) -> str:
-    data = json.loads((ck.folder / INDEX_NAME).read_text())
+    data = read_json_file(ck.folder / INDEX_NAME)
     data["weight_map"] = {renames.get(k, k): v for k, v in data["weight_map"].items()}
     return json.dumps(data, indent=2) + "\n"
 

@@ -15,6 +15,7 @@ from enum import Enum
 from pathlib import Path
 
 from kit.errors import KitError
+from kit.limits import read_json_file
 from kit.load.atomic import replace_text
 
 UNDO_SUFFIX = ".fix-undo.json"
@@ -70,7 +71,7 @@ class UndoRecord:
         """The record at `path`; a `KitError` unless it is one this module wrote, naming only
         files in its own folder (a record is bytes to write: it must not aim them elsewhere)."""
         try:
-            body = json.loads(path.read_text())
+            body = read_json_file(path)
             if body.get("format") != RECORD_FORMAT:
                 raise ValueError
             edits = tuple(
@@ -83,7 +84,7 @@ class UndoRecord:
             ):
                 raise ValueError
             return cls(path, edits, index, config)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        except (KitError, OSError, ValueError, KeyError, TypeError, AttributeError):
             raise KitError("not a readable undo record of `fix --in-place`", path) from None
 
 

@@ -8,7 +8,6 @@ of truth: `run.json` lists what ran, and every result is read back from the note
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from kit.errors import KitError
 from kit.findings import Finding, Severity, ranked
+from kit.limits import read_json_file
 from kit.report.record import read_records
 
 SUMMARY_NAME = "run.json"
@@ -149,18 +149,28 @@ def load_run(run_dir: str | Path) -> Run:
     """A finished run read back from its folder: `run.json` plus the executed notebooks' records."""
     folder = Path(run_dir)
     summary = folder / SUMMARY_NAME
+    if not summary.is_file():
+        raise KitError("no run here (run `python -m kit run --out` first)", summary)
+    data = read_json_file(summary, "run summary")
     try:
-        data = json.loads(summary.read_text())
-    except FileNotFoundError:
-        raise KitError("no run here (run `python -m kit run --out` first)", summary) from None
-    except (OSError, json.JSONDecodeError) as e:
-        raise KitError(f"not a readable run summary ({e})", summary) from None
-    steps = []
-    for d in data["steps"]:
-        error = StepError(**d["error"]) if d.get("error") else None
-        step = StepResult(**{**d, "status": Status(d["status"]), "error": error})
-        if step.notebook and (folder / step.notebook).is_file():
-            step.records = read_records(folder / step.notebook)
-        steps.append(step)
-    observed = [Finding.from_dict(f) for f in data.get("observed", [])]
-    return Run(data["inputs"], steps, data.get("seconds", 0.0), observed)
+        steps = [_step(d, folder, summary) for d in data["steps"]]
+        observed = [Finding.from_dict(f) for f in data.get("observed", [])]
+        return Run(dict(data["inputs"]), steps, float(data.get("seconds", 0.0)), observed)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise KitError(
+            f"not a run summary this kit wrote ({type(e).__name__}: {e})", summary
+        ) from None
+
+
+def _step(d: dict, folder: Path, summary: Path) -> StepResult:
+    """One step of a run summary; its notebook must be a file of the run's own folder (a
+    summary is input: a name like `../x.ipynb` must not lead the reader out of it)."""
+    error = StepError(**d["error"]) if d.get("error") else None
+    step = StepResult(**{**d, "status": Status(d["status"]), "error": error})
+    if step.notebook and Path(step.notebook).name != step.notebook:
+        raise KitError(
+            f"step notebook {step.notebook!r} is not a file of the run's folder", summary
+        )
+    if step.notebook and (folder / step.notebook).is_file():
+        step.records = read_records(folder / step.notebook)
+    return step
