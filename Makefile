@@ -31,8 +31,10 @@ $(VLLM_STAMP): requirements-vllm.txt
 	$(VLLM_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(VLLM_STAMP)
 
+# its own --basetemp: pytest prunes the shared default one while the engines still write there
 test-engine: $(VLLM_STAMP)
-	$(VLLM_VENV)/bin/python -m pytest -q tests_engine
+	$(VLLM_VENV)/bin/python -m pytest -q -rxXf -p no:cacheprovider --basetemp=runs/test-engine \
+		tests_engine
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
