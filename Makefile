@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-engine lint format lab bench organism data clean
+.PHONY: demo test test-engine lint format lab bench data clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -15,8 +15,11 @@ $(STAMP): requirements.txt
 demo: $(STAMP)
 	$(PY) -m kit run --out runs/demo
 
+# Test files run in parallel, each whole on one worker (its module fixtures built once):
+# the notebook runs on one core while the rest share the other. TEST_WORKERS=0: serial.
+TEST_WORKERS ?= 2
 test: $(STAMP) lint
-	$(PY) -m pytest -q --ignore=tests_engine
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --ignore=tests_engine
 
 # The real engine on the bundled pair (tests_engine/, README "The real engine"): vLLM's CPU build
 # in its own venv. It pulls CUDA-linked torchvision, torchaudio and torchcodec that vLLM's imports
@@ -54,7 +57,7 @@ lab: $(STAMP)
 	JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	PYTHONPATH="$(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))" \
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(LAB_ROOT_FLAG) $(LAB_ARGS) \
-		notebooks/01_key_inspection.py
+		--LabApp.default_url=/lab/tree/notebooks/01_key_inspection.py notebooks/01_key_inspection.py
 
 bench: $(STAMP)
 	$(PY) -m bench

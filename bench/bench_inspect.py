@@ -113,7 +113,7 @@ def load_all(path: str | Path, backend: str = "pread") -> None:
 
 
 def measure(label: str, path: Path, data_bytes: int) -> dict:
-    from kit.checkpoint import open_checkpoint
+    from kit.checkpoint.files import open_checkpoint
 
     # the kit first, so the baselines' multi-GB reads cannot slow it down
     cmd = [sys.executable, "-m", "kit", "inspect", str(path), "--json", "--header-only"]
@@ -178,7 +178,7 @@ def main() -> None:
 def measure_sampled(draft: Path) -> dict:
     """inspect's default sampled read of a 2.1 GB draft, against the full read and load_file."""
     from bench.bench_fix import write_draft
-    from kit.checkpoint import SAMPLE_BYTES, checkpoint_stats, open_checkpoint
+    from kit.checkpoint.files import SAMPLE_BYTES, checkpoint_stats, open_checkpoint
 
     size = write_draft(draft)
     inspect = [sys.executable, "-m", "kit", "inspect", str(draft), "--json"]
@@ -197,7 +197,7 @@ def measure_sampled(draft: Path) -> dict:
 
 
 def report_sampled(r: dict) -> str:
-    from kit.checkpoint import SAMPLE_BYTES, SAMPLE_WINDOWS
+    from kit.checkpoint.files import SAMPLE_BYTES, SAMPLE_WINDOWS
 
     rows = [
         ("`inspect --json` (default: sampled)", r["sampled"]),

@@ -5,7 +5,7 @@ the figures repeat on a busy machine), on the 300 held-out prompts, k = 5, every
 as sglang==0.5.10 counts:
   * baseline: load the target and generate the same 24-token completions with transformers'
     greedy `generate`, the target alone (what no evaluation can avoid);
-  * greedy: `kit.organism.healthy` / the incident (sglang==0.5.10, aux capture off);
+  * greedy: `kit.offline_acceptance.healthy` / the incident (sglang==0.5.10, aux capture off);
   * sampled: the same at temperature 0.8 (speculative sampling, seed 0);
   * intervals: the bootstrap (2000 resamples) of accept len and every position, timed alone
     on the greedy healthy result.
@@ -22,22 +22,22 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ORGANISM = ROOT / "data" / "organism"
+PAIR = ROOT / "data" / "pair"
 
 _CHILD = """
 import json, resource, sys, time
 t0, c0 = time.perf_counter(), time.process_time()
 import torch
 torch.set_num_threads(1)
-from kit.organism import evaluate, load_prompts, load_target
-from kit.organism.result import OfflineResult
+from kit.offline_acceptance import evaluate, load_prompts, load_target
+from kit.offline_acceptance.result import OfflineResult
 case = json.loads(sys.argv[1])
-org = case["organism"]
+pair = case["pair"]
 out = {}
 if case["mode"] == "baseline":
-    target = load_target(org + "/target")
+    target = load_target(pair + "/target")
     groups = {}
-    for p in load_prompts(org + "/prompts.jsonl"):
+    for p in load_prompts(pair + "/prompts.jsonl"):
         groups.setdefault(len(p.ids), []).append(p.ids)
     with torch.inference_mode():
         for ids in groups.values():
@@ -46,7 +46,7 @@ if case["mode"] == "baseline":
                             max_new_tokens=24, min_new_tokens=24, do_sample=False,
                             eos_token_id=None, pad_token_id=0)
 else:
-    r = evaluate(org + "/target", org + "/draft", progress=False, count_as="sglang==0.5.10",
+    r = evaluate(pair + "/target", pair + "/draft", progress=False, count_as="sglang==0.5.10",
                  **case["args"]).result
     out.update(accept_len=r.accept_len, ci=r.accept_len_ci.to_list())
     fresh = OfflineResult(r.wiring, r.settings, r.per_prompt, r.prompts_key)
@@ -74,7 +74,7 @@ GREEDY_OF = {
 
 
 def measure(case: dict) -> dict:
-    arg = json.dumps(case | {"organism": str(ORGANISM)})
+    arg = json.dumps(case | {"pair": str(PAIR)})
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, arg], cwd=ROOT, capture_output=True, text=True, check=True
     )

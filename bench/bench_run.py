@@ -1,7 +1,7 @@
 """`make demo`: the headless run's wall time and what it writes, against the runner's own floor.
 
 Measured in the same script, alternating, each in a fresh interpreter:
-  * baseline (time): the same runner (`kit.runbook.execute`, 2 workers, as the demo) executing six
+  * baseline (time): the same runner (`kit.report.runbook.execute`, 2 workers, as the demo) executing six
     notebook scripts that only import the kit and record a value: kernel start-up, jupytext,
     papermill and the records read back, what any run costs before an analysis starts;
   * the demo run itself (`python -m kit run --out DIR`, the bundled incident).
@@ -26,12 +26,12 @@ NAMES = ("a", "b", "c", "d", "e", "f")  # as many as the demo runs (notebooks 1-
 _FLOOR = """
 import sys
 from pathlib import Path
-from kit.runbook import Step, execute
+from kit.report.runbook import Step, execute
 folder = Path(sys.argv[1])
 for name in sys.argv[2:]:
     (folder / f"{name}.py").write_text(
-        '# %% tags=["parameters"]\\nx = 1\\n\\n# %%\\nfrom kit.record import record\\n'
-        'from kit.notebook import setup\\n\\nsetup()\\nrecord("x", x)\\n'
+        '# %% tags=["parameters"]\\nx = 1\\n\\n# %%\\nfrom kit.report.record import record\\n'
+        'from kit.report.notebook import setup\\n\\nsetup()\\nrecord("x", x)\\n'
     )
 results = execute([Step(n, {}) for n in sys.argv[2:]], folder / "out", workers=2,
                   progress=False, notebooks=folder)

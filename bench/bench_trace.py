@@ -4,7 +4,7 @@ Each measurement runs in a fresh interpreter that does its imports, notes its pe
 (`getrusage(RUSAGE_SELF).ru_maxrss`), then runs its work twice and notes the times, the CPU time
 of the first run and the new peak:
   * `import torch` alone: the baseline every figure is compared with;
-  * the kit's imports (torch, kit.tracing, kit.draft), no work; the same plus `import sympy`, and
+  * the kit's imports (torch, kit.tracing.shapes, kit.tracing.draft), no work; the same plus `import sympy`, and
     plus `import sympy, torch._dynamo`: what torch imports lazily on the first op it runs on the
     meta device (its Python meta kernels call `torch._check`, which imports sympy through
     torch.fx.experimental.symbolic_shapes, and the elementwise ones are wrapped in
@@ -38,9 +38,9 @@ t0 = time.perf_counter()
 import torch
 torch.set_num_threads(1)
 if case["kit"]:
-    from kit.config import load_draft_config, load_target_config, parse_target_config
-    from kit.tracing import trace_draft
-    import kit.draft
+    from kit.checkpoint.config import load_draft_config, load_target_config, parse_target_config
+    from kit.tracing.shapes import trace_draft
+    import kit.tracing.draft
 for name in case["imports"]:  # what torch imports lazily on its first meta op
     importlib.import_module(name)
 imported = time.perf_counter() - t0
@@ -68,7 +68,7 @@ if work is not None:
         cpu.append(time.process_time() - c)
     out.update(first_s=times[0], second_s=times[1], first_cpu_s=cpu[0])
 if case["draft"]:
-    from kit.draft import build_draft
+    from kit.tracing.draft import build_draft
     with torch.device("meta"):
         m = build_draft(draft, r.capture.engine.split("==")[0], r.capture.engine)
     out.update(width=r.hidden_width, fc=r.fc_applied, hooks=len(r.hooks),

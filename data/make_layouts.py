@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from kit import formats
+from kit.checkpoint import formats
 
 H, HEADS, KV, HEAD_DIM, INTER = 32, 4, 2, 8, 64
 VOCAB, DRAFT_VOCAB, N_AUX = 64, 16, 3

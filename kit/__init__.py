@@ -43,19 +43,19 @@ __version__ = "0.2.0"
 
 # The report types, imported on first use: name -> module.
 _REPORTS = {
-    "InspectionReport": "kit.inspection",
-    "LoadReport": "kit.loading",
-    "MatrixRow": "kit.loading",
-    "FixPlan": "kit.rewrite",
-    "TraceReport": "kit.tracing",
-    "CaptureReport": "kit.capture",
+    "InspectionReport": "kit.checkpoint.inspection",
+    "LoadReport": "kit.load.report",
+    "MatrixRow": "kit.load.replay",
+    "FixPlan": "kit.load.rewrite",
+    "TraceReport": "kit.tracing.shapes",
+    "CaptureReport": "kit.tracing.capture",
     "AcceptanceReport": "kit.acceptance.analysis",
     "ProbeReport": "kit.acceptance.live",
-    "OfflineRow": "kit.organism",
-    "OfflineResult": "kit.organism",
+    "OfflineRow": "kit.offline_acceptance",
+    "OfflineResult": "kit.offline_acceptance",
     "DeploymentReport": "kit.deployment",
-    "Diagnosis": "kit.diagnosis",
-    "Run": "kit.runs",
+    "Diagnosis": "kit.verdict",
+    "Run": "kit.report.runs",
 }
 
 __all__ = [

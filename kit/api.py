@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kit.acceptance.analysis import AcceptanceReport
     from kit.acceptance.live import ProbeReport
+    from kit.checkpoint.inspection import InspectionReport
     from kit.deployment import DeploymentReport
-    from kit.diagnosis import Diagnosis
-    from kit.inspection import InspectionReport
-    from kit.loading import LoadReport, MatrixRow
-    from kit.organism import OfflineRow
-    from kit.rewrite import FixPlan
-    from kit.runs import Run
-    from kit.tracing import TraceReport
+    from kit.load.replay import MatrixRow
+    from kit.load.report import LoadReport
+    from kit.load.rewrite import FixPlan
+    from kit.offline_acceptance import OfflineRow
+    from kit.report.runs import Run
+    from kit.tracing.shapes import TraceReport
+    from kit.verdict import Diagnosis
 
 Pathish = str | Path
 
@@ -29,7 +30,7 @@ Pathish = str | Path
 def inspect(draft: Pathish, *, stats: str = "sampled") -> InspectionReport:
     """What the checkpoint holds, which trainer wrote it, what looks wrong. `stats`: "none"
     (headers only), "sampled" (a bounded sample of each tensor) or "full" (every byte)."""
-    from kit.inspection import StatsRead, inspect_checkpoint
+    from kit.checkpoint.inspection import StatsRead, inspect_checkpoint
 
     return inspect_checkpoint(draft, stats=StatsRead[stats.upper()])
 
@@ -37,7 +38,7 @@ def inspect(draft: Pathish, *, stats: str = "sampled") -> InspectionReport:
 def simulate(draft: Pathish, engine: str, *, config: Pathish | None = None) -> LoadReport:
     """What one engine release does with every key of the checkpoint (`engine` like
     `sglang==0.5.10`), headers only; `config` defaults to the config.json beside it."""
-    from kit.loading import simulate_load
+    from kit.load.replay import simulate_load
 
     ck, cfg = _draft(draft, config)
     return simulate_load(ck, cfg, engine)
@@ -47,7 +48,7 @@ def release_matrix(draft: Pathish, engine: str = "all") -> list[MatrixRow]:
     """Every release of one engine (or of every engine: "all"), grouped by what it does with
     this checkpoint as saved and once config.json is rewritten."""
     from kit.engines import ENGINES
-    from kit.loading import release_matrix as matrix
+    from kit.load.replay import release_matrix as matrix
 
     ck, cfg = _draft(draft, None)
     return matrix(ck, cfg, list(ENGINES) if engine == "all" else [engine])
@@ -58,8 +59,8 @@ def fix(
 ) -> tuple[FixPlan, Path | None]:
     """The renames and config.json this release needs, and (with `out` or `in_place`) the fixed
     checkpoint written, verified and fsynced: (plan, written folder or None)."""
-    from kit.checkpoint import open_checkpoint
-    from kit.rewrite import plan_fix, write_fixed
+    from kit.checkpoint.files import open_checkpoint
+    from kit.load.rewrite import plan_fix, write_fixed
 
     ck, cfg = _draft(draft, None)
     plan = plan_fix(ck, cfg, engine)
@@ -81,8 +82,8 @@ def trace(
 ) -> TraceReport:
     """Which target states reach the draft, how wide, whether fc runs, and every hook's shape
     (on the meta device by default: full-scale drafts trace without memory)."""
-    from kit.config import load_draft_config, load_target_config
-    from kit.tracing import trace_draft
+    from kit.checkpoint.config import load_draft_config, load_target_config
+    from kit.tracing.shapes import trace_draft
 
     return trace_draft(
         load_target_config(target_config), load_draft_config(draft), engine,
@@ -132,7 +133,7 @@ def offline(
     `backend="vllm"`: the same prompts and settings measured in the installed vLLM
     (`tensor_parallel_size`, `engine_dtype`, `engine_log` options); the row is the engine's,
     its first finding says whether it agrees with the kit's prediction for that release."""
-    from kit.organism import as_deployed, healthy
+    from kit.offline_acceptance import as_deployed, healthy
 
     if backend is not None:
         return _engine_row(target, draft, engine, backend, aux_capture, target_class, options)
@@ -150,7 +151,7 @@ def _engine_row(target, draft, engine, backend, aux_capture, target_class, optio
 
     if backend != "vllm":
         raise KitError(f"unknown backend {backend!r}: the one backend is vllm")
-    from kit.organism.vllm_backend import rows_in_vllm
+    from kit.offline_acceptance.vllm_backend import rows_in_vllm
 
     rows = rows_in_vllm(
         target, draft, engine, aux_capture=aux_capture, target_class=target_class, **options
@@ -169,25 +170,25 @@ def check_deployment(launch: Pathish | None = None, **inputs: Any) -> Deployment
 
 def doctor(draft: Pathish | None = None, **inputs: Any) -> Diagnosis:
     """Every check the inputs allow, evidence reconciled, root causes first (see
-    `kit.diagnosis.diagnose` for the inputs: target_config, engine, logs, launch, target …)."""
-    from kit.diagnosis import diagnose
+    `kit.verdict.diagnose` for the inputs: target_config, engine, logs, launch, target …)."""
+    from kit.verdict import diagnose
 
     return diagnose(draft, **inputs)
 
 
 def run(out: Pathish, **inputs: Any) -> Run:
-    """The notebooks run headless on the inputs (`kit.runbook.RunInputs`' fields; none: the
+    """The notebooks run headless on the inputs (`kit.report.runbook.RunInputs`' fields; none: the
     bundled incident), written to `out` with `postmortem.html` and `findings.json`."""
-    from kit.runbook import RunInputs
-    from kit.runbook import run as run_notebooks
+    from kit.report.runbook import RunInputs
+    from kit.report.runbook import run as run_notebooks
 
     return run_notebooks(RunInputs(**inputs), Path(out))
 
 
 def _draft(draft: Pathish, config: Pathish | None):
     """The checkpoint and its config (the one beside it unless given)."""
-    from kit.checkpoint import open_checkpoint
-    from kit.config import load_draft_config
+    from kit.checkpoint.config import load_draft_config
+    from kit.checkpoint.files import open_checkpoint
     from kit.errors import KitError
 
     ck = open_checkpoint(draft)

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -21,16 +21,16 @@
 #   take `2 × hidden`.
 
 # %% tags=["parameters"]
-draft = "data/organism/draft"  # draft checkpoint folder
+draft = "data/pair/draft"  # draft checkpoint folder
 interactive = False  # True: widgets to explore; headless runs keep False
 
 # %%
 from IPython.display import display
 
-from kit.inspection import inspect_checkpoint, module_of
-from kit.notebook import setup
-from kit.plots.tables import findings_table, table
-from kit.record import record
+from kit.checkpoint.inspection import inspect_checkpoint, module_of
+from kit.report.notebook import setup
+from kit.report.plots.tables import findings_table, table
+from kit.report.record import record
 
 setup()  # paths relative to the repository root, as in headless runs; kit errors in one line
 

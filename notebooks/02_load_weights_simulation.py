@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -23,21 +23,21 @@
 # - the matrix at the end: which engines and releases load this checkpoint as trained.
 
 # %% tags=["parameters"]
-draft = "data/organism/draft"  # draft checkpoint folder
+draft = "data/pair/draft"  # draft checkpoint folder
 engine = "sglang==0.5.10"
 interactive = False  # True: widgets to explore; headless runs keep False
 
 # %%
 from IPython.display import display
 
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
 from kit.engines import ENGINES
-from kit.loading import release_matrix, simulate_load
-from kit.notebook import setup
-from kit.plots.loading import key_fates_figure, release_matrix_figure, release_matrix_rows
-from kit.plots.tables import findings_table, table
-from kit.record import record
+from kit.load.replay import release_matrix, simulate_load
+from kit.report.notebook import setup
+from kit.report.plots.loading import key_fates_figure, release_matrix_figure, release_matrix_rows
+from kit.report.plots.tables import findings_table, table
+from kit.report.record import record
 
 setup()  # paths relative to the repository root, as in headless runs; kit errors in one line
 

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -32,12 +32,12 @@ interactive = False  # True: widgets to explore; headless runs keep False
 import torch
 from IPython.display import display
 
-from kit.config import load_draft_config, load_target_config
-from kit.notebook import setup
-from kit.plots.datapath import datapath_figure
-from kit.plots.tables import findings_table, table
-from kit.record import record
-from kit.tracing import trace_draft
+from kit.checkpoint.config import load_draft_config, load_target_config
+from kit.report.notebook import setup
+from kit.report.plots.datapath import datapath_figure
+from kit.report.plots.tables import findings_table, table
+from kit.report.record import record
+from kit.tracing.shapes import trace_draft
 
 setup()  # paths relative to the repository root, as in headless runs; kit errors in one line
 torch.set_num_threads(1)  # parallel kernels share the cores

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -42,10 +42,10 @@ from pathlib import Path
 from IPython.display import Markdown, display
 
 from kit.acceptance import analyze, compare, interpret, parse_files, probe
-from kit.notebook import setup
-from kit.plots.acceptance import accept_len_figure, throughput_figure
-from kit.plots.tables import findings_table, table
-from kit.record import record
+from kit.report.notebook import setup
+from kit.report.plots.acceptance import accept_len_figure, throughput_figure
+from kit.report.plots.tables import findings_table, table
+from kit.report.record import record
 
 setup()  # paths relative to the repository root, as in headless runs; kit errors in one line
 

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -27,8 +27,8 @@
 # the first 40 held-out prompts, about 20 s); a bar shows progress in JupyterLab.
 
 # %% tags=["parameters"]
-target = "data/organism/target"  # transformers target folder
-draft = "data/organism/draft"  # draft checkpoint folder
+target = "data/pair/target"  # transformers target folder
+draft = "data/pair/draft"  # draft checkpoint folder
 engine = "sglang==0.5.10"
 aux_capture = False  # the bundled incident: capture was off; None: the release's own rule
 target_class = None  # the class the engine builds for the target (default: its config's)
@@ -47,12 +47,12 @@ import torch
 from IPython.display import display
 from transformers.utils import logging as hf_logging
 
-from kit.notebook import setup, watched
-from kit.organism import as_deployed, fault_matrix, healthy, load_prompts, load_target
-from kit.organism.prompts import default_prompts_file
-from kit.plots.acceptance import accept_len_by_wiring_figure, per_position_figure
-from kit.plots.tables import findings_table, table
-from kit.record import record
+from kit.offline_acceptance import as_deployed, fault_matrix, healthy, load_prompts, load_target
+from kit.offline_acceptance.prompts import default_prompts_file
+from kit.report.notebook import setup, watched
+from kit.report.plots.acceptance import accept_len_by_wiring_figure, per_position_figure
+from kit.report.plots.tables import findings_table, table
+from kit.report.record import record
 
 setup()  # paths relative to the repository root, as in headless runs; kit errors in one line
 torch.set_num_threads(1)  # parallel kernels share the cores
@@ -152,9 +152,12 @@ if interactive:
 
     runnable = [row for row in rows if row.result is not None]
 
-    @widgets.interact(
-        wiring=widgets.Dropdown(options=[(r.label, i) for i, r in enumerate(runnable)], value=0)
-    )
+    choice = widgets.Dropdown(
+        options=[(r.label, i) for i, r in enumerate(runnable)], value=0, description="wiring",
+        layout=widgets.Layout(width="max-content"),  # the labels whole, not cut at the box
+    )  # fmt: skip
+
+    @widgets.interact(wiring=choice)
     def show_wiring(wiring):
         per_position_figure([runnable[0], runnable[wiring]] if wiring else runnable[:1]).show()
         display(findings_table(runnable[wiring].findings, title=runnable[wiring].label))

@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -36,9 +36,9 @@ interactive = False  # True: widgets to explore; headless runs keep False
 from IPython.display import display
 
 from kit.deployment import check
-from kit.notebook import setup
-from kit.plots.tables import findings_table, table
-from kit.record import record
+from kit.report.notebook import setup
+from kit.report.plots.tables import findings_table, table
+from kit.report.record import record
 
 setup()  # paths relative to the repository root, as in headless runs; kit errors in one line
 
@@ -98,7 +98,14 @@ if interactive:
 
     name = report.served.engine if report.served else "sglang"
 
-    @widgets.interact(version=list(reversed(RELEASES[name])))
+    releases = list(reversed(RELEASES[name]))
+    given = (engine or "").partition("==")[2] if (engine or "").startswith(f"{name}==") else ""
+    version = widgets.Dropdown(
+        options=releases, value=given if given in releases else releases[0], description="release"
+    )
+
+    @widgets.interact(version=version)
     def other_release(version):
-        again = check(launch, draft=draft, target_config=target_config, engine=f"{name}=={version}")
-        display(findings_table(again.findings))
+        release = f"{name}=={version}"
+        again = check(launch, draft=draft, target_config=target_config, engine=release)
+        display(findings_table(again.findings, title=f"The launch line under {release}"))

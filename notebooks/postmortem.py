@@ -1,7 +1,7 @@
 # ---
 # jupyter:
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -22,11 +22,11 @@ interactive = False  # True: widgets to explore; headless runs keep False
 import plotly.graph_objects as go
 from IPython.display import Markdown, display
 
-from kit import postmortem
-from kit.notebook import setup
-from kit.plots.tables import styled
-from kit.record import record
-from kit.runs import load_run
+from kit.report import postmortem
+from kit.report.notebook import setup
+from kit.report.plots.tables import styled
+from kit.report.record import record
+from kit.report.runs import load_run
 
 setup()  # paths relative to the repository root, as in headless runs; kit errors in one line
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kit.config import parse_draft_config, parse_target_config
+from kit.checkpoint.config import parse_draft_config, parse_target_config
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "samples" / "speculators-0.9.0-tiny"

@@ -5,8 +5,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 SAMPLE = DATA / "samples" / "speculators-0.9.0-tiny"
-ORGANISM = DATA / "organism"  # the bundled small target and its trained draft
-TARGET, DRAFT, PROMPTS = ORGANISM / "target", ORGANISM / "draft", ORGANISM / "prompts.jsonl"
+PAIR = DATA / "pair"  # the bundled small target and its trained draft
+TARGET, DRAFT, PROMPTS = PAIR / "target", PAIR / "draft", PAIR / "prompts.jsonl"
 
 
 @pytest.fixture
@@ -18,7 +18,7 @@ def sample_dir() -> Path:
 @pytest.fixture(scope="session")
 def target():
     """The bundled target, loaded once: every offline test only reads it."""
-    from kit.organism import load_target
+    from kit.offline_acceptance import load_target
 
     return load_target(TARGET)
 
@@ -26,6 +26,6 @@ def target():
 @pytest.fixture(scope="session")
 def prompts():
     """Every held-out prompt of the bundled pair (a module that wants fewer overrides this)."""
-    from kit.organism import load_prompts
+    from kit.offline_acceptance import load_prompts
 
     return load_prompts(PROMPTS)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kit.acceptance import parse_files
 from kit.cli import main
-from kit.plots.acceptance import accept_len_figure, per_position_figure, throughput_figure
+from kit.report.plots.acceptance import accept_len_figure, per_position_figure, throughput_figure
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "data" / "incident" / "logs"

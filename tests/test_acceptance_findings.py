@@ -103,7 +103,7 @@ def test_acceptance_command_prints_near_zero_and_gates_on_it(near_zero_log, caps
 
 
 def test_doctor_ranks_near_zero_like_zero(near_zero_log):
-    from kit.diagnosis import diagnose
+    from kit.verdict import diagnose
 
     report = diagnose(KIMI / "draft", engine="sglang==0.5.10", logs=[near_zero_log])
     (near,) = [f for f in report.findings if f.code == "NEAR_ZERO_ACCEPTANCE"]
@@ -116,7 +116,7 @@ def test_doctor_ranks_near_zero_like_zero(near_zero_log):
 @pytest.mark.slow
 def test_postmortem_symptom_section_shows_near_zero(near_zero_log, tmp_path):
     """A real run of the acceptance notebook and the postmortem (papermill) on the log alone."""
-    from kit.runbook import RunInputs, run
+    from kit.report.runbook import RunInputs, run
 
     result = run(RunInputs(logs=[near_zero_log]), tmp_path / "run", progress=False)
     html = (tmp_path / "run" / "postmortem.html").read_text()

@@ -11,7 +11,7 @@ from tiny_layouts import DATA
 
 import kit
 
-DRAFT, TARGET = DATA / "organism" / "draft", DATA / "organism" / "target"
+DRAFT, TARGET = DATA / "pair" / "draft", DATA / "pair" / "target"
 KIMI = DATA / "incident" / "kimi-k2.5"
 
 
@@ -24,6 +24,19 @@ def test_import_kit_loads_no_heavy_library():
 def test_every_name_in_all_resolves():
     for name in kit.__all__:
         assert getattr(kit, name) is not None, name
+
+
+def test_no_package_shadows_a_public_call():
+    """Importing a subpackage sets it as an attribute of `kit`: one named like a call
+    (`kit/trace/` beside `kit.trace`) would replace the call for everyone after the import."""
+    code = (
+        "import pkgutil, importlib, kit\n"
+        "for m in pkgutil.walk_packages(kit.__path__, 'kit.'):\n"
+        "    m.name.endswith('__main__') or importlib.import_module(m.name)\n"
+        "print(sorted(n for n in kit.__all__ if not n.startswith('_') and n.islower() and not callable(getattr(kit, n))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_header_only_calls(tmp_path):
@@ -51,9 +64,9 @@ def test_logs_doctor_and_deployment():
 
 
 def test_offline_healthy_and_as_deployed():
-    from kit.organism import load_prompts
+    from kit.offline_acceptance import load_prompts
 
-    few = load_prompts(DATA / "organism" / "prompts.jsonl")[:6]
+    few = load_prompts(DATA / "pair" / "prompts.jsonl")[:6]
     row = kit.offline(TARGET, DRAFT, "vllm==0.11.2", k=3, prompts=few, progress=False)
     assert isinstance(row, kit.OfflineRow) and row.result.accept_len > 1.5
     assert row.vs_healthy is not None and not row.vs_healthy.beyond_noise

@@ -66,7 +66,7 @@ def test_mutated_headers_give_kit_errors_only(tmp_path, sample_dir):
     import random
     import struct
 
-    from kit.checkpoint import open_checkpoint
+    from kit.checkpoint.files import open_checkpoint
     from kit.errors import KitError
 
     src = (sample_dir / "model.safetensors").read_bytes()

@@ -7,11 +7,11 @@ import json
 
 from capture_configs import KIMI, flat_draft, target
 
-from kit.capture import simulate_capture
-from kit.config import (
+from kit.checkpoint.config import (
     load_draft_config,
     load_target_config,
 )
+from kit.tracing.capture import simulate_capture
 
 
 def test_report_round_trips_to_json():

@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from kit.checkpoint import (
+from kit.checkpoint.files import (
     checkpoint_stats,
     looks_untrained,
     open_checkpoint,
@@ -98,7 +98,7 @@ def test_hf_cache_entry_by_repo_id(tmp_path):
         (snap / name).write_bytes((sample / name).read_bytes())
     env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
     code = (
-        "from kit.checkpoint import open_checkpoint;"
+        "from kit.checkpoint.files import open_checkpoint;"
         "ck = open_checkpoint('acme/tiny-eagle3');"
         "print(ck.folder.name, len(ck.tensors), ck.config_path.name)"
     )
@@ -265,8 +265,8 @@ def sparse_checkpoint(path: Path, names: list[str]) -> int:
 
 
 def count_reads(monkeypatch) -> list[int]:
-    """Every read() through kit.checkpoint's open(), by size."""
-    import kit.checkpoint
+    """Every read() through kit.checkpoint.files's open(), by size."""
+    import kit.checkpoint.files
 
     read: list[int] = []
 
@@ -291,14 +291,14 @@ def count_reads(monkeypatch) -> list[int]:
     def counting_open(p, mode):
         return Counting(open(p, mode))  # closed by Counting.__exit__
 
-    monkeypatch.setattr(kit.checkpoint, "open", counting_open, raising=False)
+    monkeypatch.setattr(kit.checkpoint.files, "open", counting_open, raising=False)
     return read
 
 
 def test_inspection_reads_only_the_header(tmp_path, monkeypatch):
     """A 64 GiB checkpoint (sparse on disk) is inspected header-only by reading its 8 + header
     bytes, and by default too when it is no draft (a target's layers)."""
-    from kit.inspection import StatsRead, inspect_checkpoint
+    from kit.checkpoint.inspection import StatsRead, inspect_checkpoint
 
     path = tmp_path / "model.safetensors"
     head = sparse_checkpoint(path, [f"layers.{i}.mlp.up_proj.weight" for i in range(4)])
@@ -312,8 +312,8 @@ def test_inspection_reads_only_the_header(tmp_path, monkeypatch):
 def test_sampled_inspection_of_a_draft_reads_a_bounded_sample(tmp_path, monkeypatch):
     """The same 64 GiB as a draft (it has an fc): the default read takes SAMPLE_BYTES of each
     tensor, and a weight that is all zeros (never written) is named from that sample."""
-    from kit.checkpoint import SAMPLE_BYTES
-    from kit.inspection import StatsRead, inspect_checkpoint
+    from kit.checkpoint.files import SAMPLE_BYTES
+    from kit.checkpoint.inspection import StatsRead, inspect_checkpoint
 
     path = tmp_path / "model.safetensors"
     head = sparse_checkpoint(path, ["fc.weight", "layers.0.mlp.up_proj.weight"])

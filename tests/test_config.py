@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kit.config import (
+from kit.checkpoint.config import (
     AFTER_K_LAYERS,
     OUTPUT_OF_LAYER,
     load_draft_config,

@@ -12,7 +12,7 @@ import nbformat
 import papermill
 import pytest
 
-from kit.record import read_records
+from kit.report.record import read_records
 
 pytestmark = pytest.mark.slow  # a real kernel
 

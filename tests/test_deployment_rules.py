@@ -371,7 +371,7 @@ def test_a_vl_target_and_a_draft_without_mrope(capsys, tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------
-# Capture (kit.capture) and known issues
+# Capture (kit.tracing.capture) and known issues
 
 
 def test_a_target_class_the_release_cannot_capture_from(capsys, tmp_path):

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from kit.diagnosis import diagnose
 from kit.findings import Severity
-from tests.conftest import DATA, ORGANISM, ROOT
+from kit.verdict import diagnose
+from tests.conftest import DATA, PAIR, ROOT
 
 KIMI = DATA / "incident" / "kimi-k2.5"
 LOGS = DATA / "incident" / "logs"
@@ -97,22 +97,22 @@ def test_cli_missing_log_is_one_line_naming_the_file(sample_dir, tmp_path):
 def test_a_mistyped_path_is_an_error_not_a_clean_bill(tmp_path, flag):
     """A path that does not exist used to be read as "nothing to check": no findings, exit 0."""
     missing = tmp_path / "nope"
-    given = [] if flag == "--draft" else ["--draft", str(ORGANISM / "draft")]
+    given = [] if flag == "--draft" else ["--draft", str(PAIR / "draft")]
     out = _cli(*given, flag, str(missing), "--engine", "sglang==0.5.10")
     assert out.returncode == 2, out.stdout
     assert out.stderr == f"error: {missing}: no such file or directory\n"
 
 
 def test_offline_acceptance_sets_the_expectation_the_logs_are_judged_against():
-    """The organism pair: healthy offline accept len is what the served figure should reach.
+    """The bundled pair: healthy offline accept len is what the served figure should reach.
     The incident's log (accept len 1.00) falls far below it; the fixed deployment's does not."""
-    common = {"target": ORGANISM / "target", "num_prompts": 20, "aux_capture": False}
-    before = diagnose(ORGANISM / "draft", logs=[LOGS / "before.log"], **common)
+    common = {"target": PAIR / "target", "num_prompts": 20, "aux_capture": False}
+    before = diagnose(PAIR / "draft", logs=[LOGS / "before.log"], **common)
     healthy = before.facts["offline_accept_len_healthy"]
     assert healthy > 3.0 > 1.1 > before.facts["offline_accept_len_as_deployed"]
     below = [f for f in before.findings if f.code == "BELOW_EXPECTED_ACCEPT_LEN"]
     assert below and f"{healthy:.2f}" in below[0].title
-    fixed = diagnose(ORGANISM / "draft", logs=[LOGS / "after-both-fixes.log"], **common)
+    fixed = diagnose(PAIR / "draft", logs=[LOGS / "after-both-fixes.log"], **common)
     assert "BELOW_EXPECTED_ACCEPT_LEN" not in {f.code for f in fixed.findings}
 
 
@@ -133,12 +133,12 @@ def test_cli_fail_on_gates_the_exit_code(sample_dir):
 def test_a_target_with_another_vocabulary_is_flagged(tmp_path):
     """The draft's ids are its training tokenizer's: a target config with another vocab size
     gets a warning; the target it was trained on does not."""
-    raw = json.loads((ORGANISM / "target" / "config.json").read_text())
+    raw = json.loads((PAIR / "target" / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps(raw | {"vocab_size": 300}))
-    other = diagnose(ORGANISM / "draft", target_config=tmp_path, engine="sglang==0.5.12")
+    other = diagnose(PAIR / "draft", target_config=tmp_path, engine="sglang==0.5.12")
     [warning] = [f for f in other.findings if f.code == "VOCAB_MISMATCH"]
     assert warning.severity == Severity.WARNING and "the target 300" in warning.title
-    own = diagnose(ORGANISM / "draft", target_config=ORGANISM / "target", engine="sglang==0.5.12")
+    own = diagnose(PAIR / "draft", target_config=PAIR / "target", engine="sglang==0.5.12")
     assert "VOCAB_MISMATCH" not in {f.code for f in own.findings}
 
 

@@ -8,11 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config, parse_draft_config
-from kit.draft import ChainCache, build_draft, load_state
+from kit.checkpoint.config import load_draft_config, parse_draft_config
+from kit.checkpoint.files import open_checkpoint
 from kit.errors import KitError
-from kit.loading import engine_params, simulate_load
+from kit.load.replay import engine_params, simulate_load
+from kit.tracing.draft import ChainCache, build_draft, load_state
 
 torch.set_num_threads(1)
 
@@ -61,7 +61,7 @@ def _names(draft, engine_names):
     ids=["sample", "norms", "bias", "full-vocab"],
 )
 def test_parameter_names_are_the_load_simulations(cfg, release, changes):
-    """One source of truth: the module's names are `kit.loading.engine_params`' names.
+    """One source of truth: the module's names are `kit.load.replay.engine_params`' names.
 
     SGLang ≤0.5.11 `model.midlayer.*` (0.5.10 llama_eagle3.py:144), ≥0.5.12 `model.layers.{i}`
     (0.5.12 :180) + `fc_norm` (≥0.5.12) / `input_norm` (≥0.5.17, 0.5.23 :163); fc bias always in
@@ -230,7 +230,7 @@ def test_attention_matches_torch_causal_sdpa(cfg):
     x = torch.randn(2, 7, 2 * cfg.hidden_size)
     pos = torch.arange(7)
     ours = attn(x, pos, None)
-    from kit.draft import rope
+    from kit.tracing.draft import rope
 
     q, k, v = attn.qkv_proj(x).split(
         [attn.nh * attn.hd, attn.nkv * attn.hd, attn.nkv * attn.hd], -1

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from kit.checkpoint import open_checkpoint
+from kit.checkpoint.files import open_checkpoint
 
 SAMPLE_CONFIG = (
     Path(__file__).resolve().parent.parent / "data/samples/speculators-0.9.0-tiny/config.json"

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config, parse_target_config
+from kit.checkpoint.config import load_draft_config, parse_target_config
+from kit.checkpoint.files import open_checkpoint
 from kit.errors import KitError
-from kit.loading import simulate_load
-from kit.rewrite import plan_fix, write_fixed
-from kit.tracing import trace_draft
+from kit.load.replay import simulate_load
+from kit.load.rewrite import plan_fix, write_fixed
+from kit.tracing.shapes import trace_draft
 
 RELEASES = [
     "sglang==0.4.8", "sglang==0.5.10", "sglang==0.5.12", "sglang==0.5.23",

@@ -6,10 +6,9 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config
-from kit.errors import KitError
-from kit.formats import (
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
+from kit.checkpoint.formats import (
     LAYERS,
     MIDLAYER,
     MIDLAYER_INDEXED,
@@ -18,6 +17,7 @@ from kit.formats import (
     detect_layout,
     rename_plan,
 )
+from kit.errors import KitError
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYOUTS = ROOT / "data" / "layouts"
@@ -137,7 +137,7 @@ def eagle_as_safetensors(folder: Path, dtype: torch.dtype | None = None, arch: s
     user or the Hub's conversion bot does it, with its config (architecture optionally edited)."""
     import json
 
-    from kit.checkpoint import _load_pickle
+    from kit.checkpoint.files import _load_pickle
 
     state = _load_pickle(LAYOUTS / "eagle-official" / "pytorch_model.bin")
     if dtype is not None:

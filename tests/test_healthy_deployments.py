@@ -1,5 +1,5 @@
 """A healthy deployment comes out quiet, on every engine and release, and each fault injected
-into it is named first: the bundled healthy pair (data/organism), served as each release needs
+into it is named first: the bundled healthy pair (data/pair), served as each release needs
 it (`fix --for` where the release does not read the speculators config or keys as saved)."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 from tiny_layouts import DATA
 
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config
-from kit.diagnosis import diagnose
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
 from kit.findings import Severity
-from kit.rewrite import plan_fix, write_fixed
+from kit.load.rewrite import plan_fix, write_fixed
+from kit.verdict import diagnose
 
-DRAFT, TARGET = DATA / "organism" / "draft", DATA / "organism" / "target"
+DRAFT, TARGET = DATA / "pair" / "draft", DATA / "pair" / "target"
 RELEASES = ["sglang==0.5.10", "sglang==0.5.12", "sglang==0.5.23",
             "vllm==0.11.2", "vllm==0.18.0", "vllm==0.33.0"]  # fmt: skip
 

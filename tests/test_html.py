@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kit import html
 from kit.findings import Finding, Severity
+from kit.report import html
 
 KIT = Path(__file__).resolve().parent.parent / "kit"
 
@@ -128,22 +128,31 @@ def test_the_kit_has_no_import_cycle():
 def test_a_notebook_table_pulls_in_neither_the_runner_nor_the_page():
     code = (
         "import sys\n"
-        "from kit.plots.tables import findings_table, table\n"
+        "from kit.report.plots.tables import findings_table, table\n"
         "table([{'a': 1}]); findings_table([])\n"
         "print(sorted(m for m in sys.modules if m.startswith(('kit.', 'papermill'))))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = eval(out.stdout)
-    assert "kit.html" in loaded
-    assert not {"kit.runbook", "kit.postmortem", "kit.runs", "papermill"} & set(loaded), loaded
+    assert "kit.report.html" in loaded
+    assert not {
+        "kit.report.runbook",
+        "kit.report.postmortem",
+        "kit.report.runs",
+        "papermill",
+    } & set(loaded), loaded
 
 
 def test_the_import_graph_sees_the_imports():
     """The cycle check reads what it should: the runner imports the page, the page the runs."""
     modules = _kit_modules()
-    runbook = _imports(ast.parse(modules["kit.runbook"].read_text()), modules)
-    page = _imports(ast.parse(modules["kit.postmortem"].read_text()), modules)
-    assert "kit.postmortem" in runbook and "kit.runs" in page and "kit.runbook" not in page
+    runbook = _imports(ast.parse(modules["kit.report.runbook"].read_text()), modules)
+    page = _imports(ast.parse(modules["kit.report.postmortem"].read_text()), modules)
+    assert (
+        "kit.report.postmortem" in runbook
+        and "kit.report.runs" in page
+        and "kit.report.runbook" not in page
+    )
 
 
 def test_backticked_names_in_findings_render_as_code_and_stay_escaped():
@@ -158,3 +167,15 @@ def test_backticked_names_in_findings_render_as_code_and_stay_escaped():
     assert "<code>python -m kit trace</code> &lt;now&gt;" in page
     assert "<code>a&lt;b</code>" in page and "<code>kit fix</code>" in page
     assert "`" not in page
+
+
+def test_a_header_breaks_between_words_only():
+    """Beside a column of long text, a header cell squeezed narrow broke mid-word ("accep t len"):
+    headers wrap at spaces, data cells may still break a long key anywhere."""
+    from kit.report.html import table_html
+
+    page = table_html([{"accept len": 1.0, "key": "model.layers.0.self_attn.q_proj.weight" * 4}])
+    heads = re.findall(r"<th [^>]*>", page)
+    cells = re.findall(r"<td [^>]*>", page)
+    assert heads and all("anywhere" not in h and "keep-all" in h for h in heads)
+    assert cells and all("overflow-wrap:anywhere" in c for c in cells)

@@ -10,8 +10,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from kit.checkpoint.inspection import StatsRead, inspect_checkpoint
 from kit.findings import Severity
-from kit.inspection import StatsRead, inspect_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYOUTS = ROOT / "data" / "layouts"
@@ -109,7 +109,7 @@ def test_a_large_untrained_layer_is_named_from_a_sample(tmp_path):
 
 HEALTHY = [
     *(LAYOUTS / p.name for p in sorted(LAYOUTS.iterdir()) if p.name != "targets"),
-    ROOT / "data" / "organism" / "draft",
+    ROOT / "data" / "pair" / "draft",
     ROOT / "data" / "samples" / "speculators-0.9.0-tiny",
 ]
 
@@ -118,7 +118,7 @@ HEALTHY = [
 @pytest.mark.parametrize("stats", [StatsRead.SAMPLED, StatsRead.FULL])
 def test_healthy_checkpoints_stay_quiet(path, stats):
     """No root cause and nothing at error level, whichever way the bytes are read; the layouts
-    and the trained organism draft say nothing about values at all."""
+    and the trained bundled draft say nothing about values at all."""
     findings = inspect_checkpoint(path, stats=stats).findings
     assert not [f for f in findings if f.root_cause or f.severity >= Severity.ERROR]
     found = {f.code for f in findings}
@@ -391,7 +391,7 @@ def test_big_checkpoint_text_lists_modules_not_every_tensor(tmp_path):
 def test_module_of_keeps_a_decoder_layer_whole_in_every_layout():
     """`inspect` and notebook 1 group keys by this one rule: a decoder layer is one module,
     whichever layout names it, so `midlayer.*` is not split into attention and MLP boxes."""
-    from kit.inspection import module_of
+    from kit.checkpoint.inspection import module_of
 
     assert module_of("layers.0.mlp.up_proj.weight") == "layers.0"
     assert module_of("midlayer.self_attn.q_proj.weight") == "midlayer"

@@ -19,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from kit.notebook import ROOT
+from kit.report.notebook import ROOT
 
 pytestmark = pytest.mark.slow  # a real Jupyter server; still part of `make test`
 
@@ -129,3 +129,43 @@ def test_saving_from_lab_keeps_the_script_as_it_was(lab):
           {"type": "notebook", "format": "json", "content": model["content"]})  # fmt: skip
     assert edited.read_text() == original.decode() + "\n# %%\nx = 1\n"
     assert [p.name for p in scratch.iterdir()] == ["edited.py"]  # no paired .ipynb beside it
+
+
+def test_a_save_after_the_kernel_starts_leaves_every_script_as_it_was(lab):
+    """On connecting, Lab writes the running kernel's spec into the notebook (the venv's kernel
+    is "Python 3 (ipykernel)"): a header naming another display name marks the notebook modified
+    as it opens and puts a diff into the tracked script at the first save."""
+    url, _ = lab
+    spec = _call(f"{url}/api/kernelspecs")["kernelspecs"]["python3"]["spec"]
+    running = {
+        "display_name": spec["display_name"],
+        "language": spec["language"],
+        "name": "python3",
+    }
+    for script in sorted((ROOT / "notebooks").glob("*.py")):
+        rel = script.relative_to(ROOT).as_posix()
+        original = script.read_bytes()
+        model = _call(f"{url}/api/contents/{rel}?type=notebook&content=1")
+        assert model["content"]["metadata"]["kernelspec"] == running, rel
+        try:
+            _call(f"{url}/api/contents/{rel}", "PUT",
+                  {"type": "notebook", "format": "json", "content": model["content"]})  # fmt: skip
+            assert script.read_bytes() == original, rel
+        finally:
+            script.write_bytes(original)
+
+
+def test_the_printed_url_opens_notebook_1(lab):
+    """With --no-browser the URL Jupyter prints is its default URL: `make lab` points it at
+    notebook 1, not at the launcher."""
+    url, _ = lab
+    request = urllib.request.Request(f"{url}/?token={TOKEN}")
+    opener = urllib.request.build_opener(_NoRedirect)
+    with pytest.raises(urllib.error.HTTPError) as redirect:
+        opener.open(request, timeout=30)
+    assert redirect.value.headers["Location"].startswith("/lab/tree/notebooks/01_key_inspection.py")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None

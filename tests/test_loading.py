@@ -6,11 +6,11 @@ import json
 import subprocess
 import sys
 
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
 from kit.engines import ENGINES, all_releases
 from kit.engines.vocab import Outcome
-from kit.loading import engine_params, simulate_load
+from kit.load.replay import engine_params, simulate_load
 
 
 def run_kit(*args: str) -> subprocess.CompletedProcess:

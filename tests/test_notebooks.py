@@ -16,9 +16,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from kit.notebook import NOTEBOOKS, ROOT, read_script, script_path
-from kit.runbook import RunInputs, Step, execute, execute_notebook, plan, run
-from kit.runs import TITLES, Run, Status
+from kit.report.notebook import NOTEBOOKS, ROOT, read_script, script_path
+from kit.report.runbook import RunInputs, Step, execute, execute_notebook, plan, run
+from kit.report.runs import TITLES, Run, Status
 
 pytestmark = pytest.mark.slow  # real kernels; still part of `make test`
 
@@ -258,7 +258,7 @@ def test_figures_fit_the_notebook_width(incident):
 def test_postmortem_notebook_reads_the_run_back(incident, tmp_path):
     """Its figures, the symptom included, are plotly's own MIME type: no plotly.js in the page."""
     result, out = incident
-    from kit.record import read_records
+    from kit.report.record import read_records
 
     executed = tmp_path / "postmortem.ipynb"
     error = execute_notebook(
@@ -315,10 +315,21 @@ def test_widgets_run_headless_without_waiting(sample_dir, tmp_path):
         Step("01_key_inspection", {"draft": str(sample_dir), "interactive": True}),
         Step("04_acceptance_rate", {"logs": logs, "baseline": None, "interactive": True}),
         Step("05_offline_acceptance", offline),
+        Step("06_deployment_check", {"interactive": True}),
     ]
     for result in execute(steps, tmp_path, timeout=120, progress=False):
         assert result.status == Status.OK, f"{result.name} failed at {result.error}"
         assert _outputs(tmp_path / result.notebook, WIDGET_MIME), f"{result.name}: no widget"
+    release = _dropdown(tmp_path / "06_deployment_check.ipynb", "release")
+    assert release == defaults("06_deployment_check")["engine"].partition("==")[2]
+
+
+def _dropdown(notebook: Path, description: str) -> str:
+    """The label a dropdown of an executed notebook shows, from the widget state it saved."""
+    meta = nbformat.read(notebook, as_version=4).metadata
+    models = meta["widgets"]["application/vnd.jupyter.widget-state+json"]["state"].values()
+    [state] = [m["state"] for m in models if m["state"].get("description") == description]
+    return state["_options_labels"][state["index"]]
 
 
 def test_run_probe_reads_a_live_server_beside_the_expectation(tmp_path):
@@ -342,7 +353,7 @@ def test_run_measures_offline_as_a_sampling_chat_server_when_asked(tmp_path):
     """`run --temperature 0.8 --prompt-format chat`: notebook 5 verifies by speculative sampling
     on chat-rendered prompts, says so, and its findings' evidence says so too."""
     inputs = RunInputs(
-        draft=ROOT / "data/organism/draft", target=ROOT / "data/organism/target",
+        draft=ROOT / "data/pair/draft", target=ROOT / "data/pair/target",
         engine="sglang==0.5.12", k=2, num_prompts=8, temperature=0.8, top_p=0.95, seed=3,
         prompt_format="chat",
     )  # fmt: skip

@@ -14,10 +14,10 @@ from conftest import DRAFT, TARGET
 import kit
 from kit.errors import KitError
 from kit.findings import Severity
-from kit.organism import OfflineRow, healthy
-from kit.organism.result import OfflineResult
-from kit.organism.sampling import Counts
-from kit.organism.vllm_backend import INSTALL, _counts, engine_against_kit
+from kit.offline_acceptance import OfflineRow, healthy
+from kit.offline_acceptance.result import OfflineResult
+from kit.offline_acceptance.sampling import Counts
+from kit.offline_acceptance.vllm_backend import INSTALL, _counts, engine_against_kit
 
 
 def test_cli_without_vllm_says_how_to_install_it():

@@ -14,12 +14,12 @@ import json
 import pytest
 import torch
 
-from kit.checkpoint import open_checkpoint
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
 from kit.cli import main
-from kit.config import load_draft_config
 from kit.findings import Severity
-from kit.organism import as_deployed, fault_matrix, healthy, load_prompts
-from kit.rewrite import plan_fix, write_fixed
+from kit.load.rewrite import plan_fix, write_fixed
+from kit.offline_acceptance import as_deployed, fault_matrix, healthy, load_prompts
 from tests.conftest import DRAFT, PROMPTS, TARGET
 
 torch.set_num_threads(1)

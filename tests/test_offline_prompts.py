@@ -6,18 +6,18 @@ import json
 
 import pytest
 import torch
+from train_pair import CHAT_TOKENS, save_tokenizer, vocabulary
 
 from kit.cli import main
 from kit.errors import KitError
-from kit.organism import (
+from kit.offline_acceptance import (
     PromptFormat,
     format_gap_finding,
     healthy,
     load_prompts,
     prompt_format_gap,
 )
-from kit.organism.prompts import chat_prompts
-from kit.organism_train import CHAT_TOKENS, save_tokenizer, vocabulary
+from kit.offline_acceptance.prompts import chat_prompts
 from tests.conftest import DRAFT, PROMPTS, TARGET
 
 torch.set_num_threads(1)
@@ -31,7 +31,7 @@ def prompts():
 
 
 def test_committed_tokenizer_files_are_what_the_training_script_writes(tmp_path):
-    """`python -m kit.organism_train tokenizer` rewrites the target's tokenizer files byte for
+    """`python data/train_pair.py tokenizer` rewrites the target's tokenizer files byte for
     byte, the chat template included; nothing else of the target changes."""
     save_tokenizer(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(TOKENIZER_FILES)

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 
-from kit.capture import trained_layers
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config, load_target_config
-from kit.draft import ChainCache
-from kit.organism import Sampler, compare, evaluate, healthy
-from kit.organism.intervals import percentile_interval, ratio_resamples, resample_weights
-from kit.organism.measure import completion_len
-from kit.organism.sampling import accept_probability, walk
-from kit.organism.wiring import load_draft, plan_wiring
+from kit.checkpoint.config import load_draft_config, load_target_config
+from kit.checkpoint.files import open_checkpoint
+from kit.offline_acceptance import Sampler, compare, evaluate, healthy
+from kit.offline_acceptance.intervals import percentile_interval, ratio_resamples, resample_weights
+from kit.offline_acceptance.measure import completion_len
+from kit.offline_acceptance.sampling import accept_probability, walk
+from kit.offline_acceptance.wiring import load_draft, plan_wiring
+from kit.tracing.capture import trained_layers
+from kit.tracing.draft import ChainCache
 from tests.conftest import DRAFT, TARGET
 
 torch.set_num_threads(1)
@@ -193,3 +195,21 @@ def test_sampled_figure_repeats_with_its_seed_and_stays_above_the_incident(targe
     assert other.figures()["counts"] != first.figures()["counts"]
     greedy = healthy(TARGET, DRAFT, **(common | {"temperature": 0})).result
     assert greedy.figures()["counts"] != first.figures()["counts"]
+
+
+def test_each_progress_bar_and_wiring_line_says_what_it_measures():
+    """Notebook 5 shows one bar per wiring: each names its wiring, and a what-if row whose aux
+    capture differs from what the deployment was given says so instead of "as given"."""
+    from kit.engines import parse_engine
+    from kit.engines.vocab import Feed
+    from kit.offline_acceptance.measure import bar_label
+    from kit.offline_acceptance.wiring import Wiring
+
+    base = Wiring(parse_engine("sglang==0.5.10"), False, "LlamaForCausalLM", True,
+                  Feed.AUX_CONCAT, (1, 2, 3), aux_capture_given=False)  # fmt: skip
+    fixed = replace(base, what_if=("after kit fix (renames)",))
+    labels = {bar_label(replace(base, healthy=True)), bar_label(base), bar_label(fixed)}
+    assert labels == {"healthy", "sglang==0.5.10, aux capture on",
+                      "sglang==0.5.10, aux capture on, after kit fix (renames)"}  # fmt: skip
+    assert "what-if: the deployment was given it off" in base.describe()[0]
+    assert "as given for the deployment" in replace(base, aux_capture=False).describe()[0]

@@ -7,8 +7,8 @@ import shutil
 import pytest
 import torch
 
-from kit.organism import fault_matrix, healthy, load_prompts, load_target
-from kit.plots.acceptance import accept_len_by_wiring_figure, per_position_figure
+from kit.offline_acceptance import fault_matrix, healthy, load_prompts, load_target
+from kit.report.plots.acceptance import accept_len_by_wiring_figure, per_position_figure
 from tests.conftest import DRAFT, PROMPTS, TARGET
 
 torch.set_num_threads(1)

@@ -13,10 +13,10 @@ import plotly.graph_objects as go
 import pytest
 
 from kit.findings import Finding, Severity
-from kit.html import table_html
-from kit.postmortem import FIXES_TABLE, RUNS_TABLE, render, write
-from kit.record import to_jsonable
-from kit.runs import Run, Status, StepError, StepResult
+from kit.report.html import table_html
+from kit.report.postmortem import FIXES_TABLE, RUNS_TABLE, render, write
+from kit.report.record import to_jsonable
+from kit.report.runs import Run, Status, StepError, StepResult
 
 DROPPED = Finding(
     "KEYS_SILENTLY_DROPPED",
@@ -38,7 +38,7 @@ def run() -> Run:
         StepResult(
             "02_load_weights_simulation",
             Status.OK,
-            {"draft": "data/organism/draft", "engine": "sglang==0.5.10"},
+            {"draft": "data/pair/draft", "engine": "sglang==0.5.10"},
             "02_load_weights_simulation.ipynb",
             1.5,
             records=to_jsonable(
@@ -60,7 +60,7 @@ def run() -> Run:
         ),
         StepResult("05_offline_acceptance", Status.SKIPPED, reason="needs --draft and --target"),
     ]
-    return Run({"engine": "sglang==0.5.10", "draft": "data/organism/draft"}, steps, 4.2)
+    return Run({"engine": "sglang==0.5.10", "draft": "data/pair/draft"}, steps, 4.2)
 
 
 def test_verdict_comes_first_with_root_cause_evidence_and_fix(run):
@@ -93,7 +93,7 @@ def test_plotly_js_is_embedded_once_and_nothing_is_fetched(run):
 def test_parameters_and_tables_are_shown(run):
     page = render(run)
     params = page.index("<h2>Parameters used</h2>")
-    assert page.index("data/organism/draft", params) > params
+    assert page.index("data/pair/draft", params) > params
     assert "layers.0.mlp.up_proj.weight" in page
 
 

@@ -15,12 +15,12 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-import kit.rewrite as rewrite
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config
+import kit.load.rewrite as rewrite
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
 from kit.errors import KitError
-from kit.header_fix import HeaderState, UndoRecord, complete, fix_in_place, state_of, undo
-from kit.rewrite import plan_fix, verify_output, write_fixed
+from kit.load.header_fix import HeaderState, UndoRecord, complete, fix_in_place, state_of, undo
+from kit.load.rewrite import plan_fix, verify_output, write_fixed
 
 LAYOUTS = Path(__file__).resolve().parent.parent / "data" / "layouts"
 

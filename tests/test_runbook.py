@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from kit.findings import Finding, Severity
-from kit.record import MIME, read_records, to_jsonable
-from kit.runbook import ROOT, RunInputs, Step, execute, plan
-from kit.runs import Run, Status, load_run
+from kit.report.record import MIME, read_records, to_jsonable
+from kit.report.runbook import ROOT, RunInputs, Step, execute, plan
+from kit.report.runs import Run, Status, load_run
 
 pytestmark = pytest.mark.slow  # real kernels; still part of `make test`
 
@@ -27,7 +27,7 @@ def write_notebook(folder: Path, name: str, params: str, body: str) -> None:
     """A percent script as a person writes one: no header, a cell tagged `parameters`."""
     cells = [
         f'# %% tags=["parameters"]\n{params}',
-        "# %%\nfrom kit.record import record",
+        "# %%\nfrom kit.report.record import record",
         *(f"# %%\n{src}" for src in body.split("\n---\n")),
     ]
     (folder / f"{name}.py").write_text("\n\n".join(cells) + "\n")
@@ -40,7 +40,7 @@ def executed(tmp_path_factory):
     write_notebook(
         src, "01_key_inspection", "x = 1", "import os\nrecord('answer', x * 7)\n"
         "record('renderer', os.environ.get('PLOTLY_RENDERER'))\n"
-        "from kit.notebook import watched\nrecord('watched', watched())\n"
+        "from kit.report.notebook import watched\nrecord('watched', watched())\n"
         "record('row', {'name': 'fc.weight', 'dtype': 'BF16', 'bytes': 3})"
     )  # fmt: skip
     write_notebook(
@@ -81,7 +81,7 @@ def test_kernels_draw_figures_as_plotly_mime_only(executed):
 def test_nobody_watches_a_headless_kernel(executed, monkeypatch):
     """Progress bars are widgets: a headless kernel shows none (they would sit in the executed
     copy, drawing nothing); JupyterLab's kernels, without the run's environment, show them."""
-    from kit.notebook import HEADLESS, watched
+    from kit.report.notebook import HEADLESS, watched
 
     assert executed[0][0].records["watched"] is False
     monkeypatch.delenv(HEADLESS, raising=False)

@@ -2,8 +2,8 @@ import json
 import subprocess
 import sys
 
-from kit.checkpoint import open_checkpoint
-from kit.config import AFTER_K_LAYERS, load_draft_config
+from kit.checkpoint.config import AFTER_K_LAYERS, load_draft_config
+from kit.checkpoint.files import open_checkpoint
 
 
 def test_sample_opens_header_only(sample_dir):

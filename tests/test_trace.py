@@ -17,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from kit.capture import simulate_capture
-from kit.checkpoint import open_checkpoint
+from kit.checkpoint.config import load_draft_config, load_target_config, parse_target_config
+from kit.checkpoint.files import open_checkpoint
 from kit.cli import main
-from kit.config import load_draft_config, load_target_config, parse_target_config
 from kit.engines import all_releases
 from kit.errors import KitError
 from kit.findings import Severity
-from kit.plots.datapath import BAD, datapath_figure
-from kit.tracing import trace_draft
+from kit.report.plots.datapath import BAD, datapath_figure
+from kit.tracing.capture import simulate_capture
+from kit.tracing.shapes import trace_draft
 
 ROOT = Path(__file__).resolve().parent.parent
 KIMI = ROOT / "data" / "incident" / "kimi-k2.5"
@@ -116,8 +116,8 @@ def test_full_scale_trace_holds_no_tensor_memory(kimi):
 _IMPORTS_CHILD = """
 import json, sys
 import torch
-from kit.config import load_draft_config, load_target_config, parse_target_config
-from kit.tracing import trace_draft
+from kit.checkpoint.config import load_draft_config, load_target_config, parse_target_config
+from kit.tracing.shapes import trace_draft
 root, sample, kimi = sys.argv[1:]
 lazy = lambda: sorted(m for m in ("sympy", "torch._dynamo") if m in sys.modules)
 tiny = parse_target_config({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32,
@@ -181,7 +181,7 @@ def test_sample_traces_with_real_tensors_matching_its_checkpoint(sample_dir):
 
 @pytest.mark.parametrize("engine", ["sglang", "vllm"])
 def test_module_and_rules_agree_on_every_release(engine):
-    """The reference module's fc decision (kit.draft) and the capture rules (kit.capture) are
+    """The reference module's fc decision (kit.tracing.draft) and the capture rules (kit.tracing.capture) are
     written independently; they must agree for every release, capture on and off."""
     draft = load_draft_config(SAMPLE)
     for rel in all_releases(engine):
@@ -301,7 +301,7 @@ def test_cli_convention_and_cuda_graph_switches(capsys, tmp_path):
     eagle_config are read one layer late by sglang 0.5.12 (deepseek_v2.py ids+1) and as meant
     by 0.5.13 (:2752, PR #25454). --cuda-graph: 0.5.10 graph replays capture the defaults
     (cuda_graph_runner.py:644-653)."""
-    from kit.config import flatten_speculators
+    from kit.checkpoint.config import flatten_speculators
 
     raw = flatten_speculators(
         json.loads((SAMPLE / "config.json").read_text()), "LlamaForCausalLMEagle3"

@@ -12,9 +12,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config
-from kit.loading import simulate_load
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
+from kit.load.replay import simulate_load
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -72,7 +72,7 @@ def speculators_multilayer(
 ) -> Path:
     """A speculators-trainer draft with `layers` decoder layers and len(aux_ids) aux states:
     layer 0 has hidden_norm, later layers are plain decoder layers (in-dim H, no hidden_norm)."""
-    from kit.formats import speculators_config
+    from kit.checkpoint.formats import speculators_config
 
     layer_cfg = {
         k.lower(): v for k, v in FLAT.items() if k not in ("architectures", "draft_vocab_size")

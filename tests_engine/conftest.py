@@ -42,9 +42,9 @@ class EngineRun:
 
     def measured(self, name: str, predicted):
         """Run `name` as a kit row, beside `predicted` (same prompts, same settings)."""
-        from kit.organism import OfflineRow
-        from kit.organism.result import OfflineResult
-        from kit.organism.sampling import Counts
+        from kit.offline_acceptance import OfflineRow
+        from kit.offline_acceptance.result import OfflineResult
+        from kit.offline_acceptance.sampling import Counts
 
         if self.crash is not None:
             return None
@@ -80,7 +80,7 @@ def run_engine(draft: Path, out: Path, runs: dict, k: int = 5) -> EngineRun:
 
 @pytest.fixture(scope="session")
 def target():
-    from kit.organism import load_target
+    from kit.offline_acceptance import load_target
 
     return load_target(TARGET)
 
@@ -89,7 +89,7 @@ def target():
 def predict(target):
     """The kit's rows for a draft as vLLM 0.32.0 deploys it, judged against healthy (the
     healthy row measured once per setting)."""
-    from kit.organism import as_deployed, healthy
+    from kit.offline_acceptance import as_deployed, healthy
 
     references: dict = {}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from safetensors.torch import load_file, save_file
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "organism"
+DATA = Path(__file__).resolve().parent.parent / "data" / "pair"
 TARGET, DRAFT, PROMPTS = DATA / "target", DATA / "draft", DATA / "prompts.jsonl"
 TRAINED_IDS = [2, 4, 5]  # eagle_aux_hidden_state_layer_ids of the bundled draft
 SHIFTED_IDS = [1, 3, 4]  # each state one layer early: an off-by-one export

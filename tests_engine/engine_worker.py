@@ -5,7 +5,7 @@ has a process of its own (vLLM keeps process-wide state) and several scenarios s
 
 SPEC: {"target", "draft", "k", "log", "prompts" (a JSONL file), "runs": {name: options}}.
 OUT: {"release", "crash": null or "Kind: message", "runs": {name: {"key", "per_prompt"}}}, each
-prompt's counts as vLLM's own counters gave them (`kit.organism.vllm_backend`).
+prompt's counts as vLLM's own counters gave them (`kit.offline_acceptance.vllm_backend`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,13 @@ from dataclasses import asdict
 
 
 def main(spec_path: str, out_path: str) -> None:
-    from kit.organism.vllm_backend import EngineCrash, EngineSettings, installed_release, measure
-    from kit.organism.vllm_backend import start as start_engine
+    from kit.offline_acceptance.vllm_backend import (
+        EngineCrash,
+        EngineSettings,
+        installed_release,
+        measure,
+    )
+    from kit.offline_acceptance.vllm_backend import start as start_engine
 
     with open(spec_path) as f:
         spec = json.load(f)

@@ -23,7 +23,7 @@ def engine_for(tmp_path_factory, builder, k: int = 5, runs: dict | None = None):
 
 def agrees(predicted, engine, name: str = "greedy"):
     """vLLM's figure inside the kit's interval, and the kit's own verdict on the pair."""
-    from kit.organism.vllm_backend import engine_against_kit
+    from kit.offline_acceptance.vllm_backend import engine_against_kit
 
     assert engine.crash is None, engine.crash
     assert predicted.result is not None, predicted.crash and predicted.crash.title
@@ -163,7 +163,7 @@ def test_key_naming_a_module_vllm_lacks(tmp_path_factory, predict):
 
 
 def test_installed_release_is_the_one_the_suite_names():
-    from kit.organism.vllm_backend import installed_release
+    from kit.offline_acceptance.vllm_backend import installed_release
 
     assert installed_release() == RELEASE
 

@@ -6,8 +6,8 @@ import argparse
 from collections.abc import Iterable
 from pathlib import Path
 
-from kit.diagnosis import DEFAULT_ENGINE
 from kit.findings import Finding, Severity
+from kit.verdict import DEFAULT_ENGINE
 
 
 def severity(text: str) -> Severity:

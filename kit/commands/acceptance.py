@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(runs: list[dict], findings: list) -> None:
-    from kit.console import make_console, print_findings
+    from kit.report.console import make_console, print_findings
 
     console = make_console()
     console.print(_runs_table(runs))
@@ -124,6 +124,6 @@ def _runs_table(runs: list[dict]):
 
 
 def _plot(path: str, runs, expected: float | None) -> None:
-    from kit.plots.acceptance import write_html
+    from kit.report.plots.acceptance import write_html
 
     write_html(path, runs, expected=expected)

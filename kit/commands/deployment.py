@@ -52,10 +52,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kit.console import make_console, print_findings
     from kit.deployment import check
     from kit.errors import KitError
     from kit.findings import dumps
+    from kit.report.console import make_console, print_findings
 
     if args.launch is None and (args.draft is None or args.target_config is None):
         raise KitError("give --launch, or --draft and --target-config (the config rules)")

@@ -21,10 +21,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kit.console import make_console, print_findings
-    from kit.diagnosis import diagnose
     from kit.errors import KitError
     from kit.findings import dumps
+    from kit.report.console import make_console, print_findings
+    from kit.verdict import diagnose
 
     if not (args.draft or args.target_config or args.logs or args.target or args.launch):
         raise KitError(

@@ -52,13 +52,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kit.checkpoint import open_checkpoint
-    from kit.config import load_draft_config
+    from kit.checkpoint.config import load_draft_config
+    from kit.checkpoint.files import open_checkpoint
     from kit.engines import parse_engine
     from kit.errors import KitError
     from kit.findings import dumps
-    from kit.header_fix import complete, find_record
-    from kit.rewrite import plan_fix, verify_output, write_fixed
+    from kit.load.header_fix import complete, find_record
+    from kit.load.rewrite import plan_fix, verify_output, write_fixed
 
     if args.undo:
         return _undo(args)
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
 def _undo(args: argparse.Namespace) -> int:
     from kit.errors import KitError
     from kit.findings import dumps
-    from kit.header_fix import undo
+    from kit.load.header_fix import undo
 
     if args.engine:
         raise KitError("--undo restores what the undo record holds; it takes no --for")
@@ -110,7 +110,7 @@ def _undo(args: argparse.Namespace) -> int:
 def _print(plan, result: dict) -> None:
     from rich.table import Table
 
-    from kit.console import make_console
+    from kit.report.console import make_console
 
     console = make_console()
     if not plan.changes_anything:

@@ -40,8 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kit.checkpoint.inspection import StatsRead, inspect_checkpoint
     from kit.findings import dumps
-    from kit.inspection import StatsRead, inspect_checkpoint
 
     report = inspect_checkpoint(args.path, stats=StatsRead(args.stats_read))
     if args.json:
@@ -63,10 +63,10 @@ def _human(n: int) -> str:
 def _print_text(report) -> None:
     from rich.tree import Tree
 
-    from kit.checkpoint import total_bytes
-    from kit.config import DraftConfig
-    from kit.console import make_console, print_findings
-    from kit.inspection import module_of
+    from kit.checkpoint.config import DraftConfig
+    from kit.checkpoint.files import total_bytes
+    from kit.checkpoint.inspection import module_of
+    from kit.report.console import make_console, print_findings
 
     console = make_console()
     ck = report.checkpoint

@@ -106,8 +106,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kit.organism import Options, fault_matrix, healthy, judge
-    from kit.organism.target import load_target
+    from kit.offline_acceptance import Options, fault_matrix, healthy, judge
+    from kit.offline_acceptance.target import load_target
 
     if args.no_aux_capture and not args.engine:
         raise KitError(NO_AUX_NEEDS_ENGINE)
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _backend(args: argparse.Namespace, options: dict) -> int:
     """Healthy, the kit's prediction for the installed engine, and the engine's own figures."""
-    from kit.organism.vllm_backend import installed_release, rows_in_vllm
+    from kit.offline_acceptance.vllm_backend import installed_release, rows_in_vllm
 
     if args.matrix or args.aux_layers or args.no_d2t:
         raise KitError(BACKEND_RUNS_THE_DRAFT)
@@ -176,7 +176,7 @@ def _report(args: argparse.Namespace, rows: list, key: str, gated: list) -> int:
     if args.json:
         print(json.dumps({key: [r.to_dict() for r in rows]}, indent=2))
     else:
-        from kit.console import make_console, print_findings
+        from kit.report.console import make_console, print_findings
 
         _print(rows)
         print_findings(make_console(), gated)
@@ -185,7 +185,7 @@ def _report(args: argparse.Namespace, rows: list, key: str, gated: list) -> int:
 
 def _deployment_row(args: argparse.Namespace, common: dict):
     """As deployed on `--engine` (or the healthy wiring), with the what-ifs given."""
-    from kit.organism import as_deployed, evaluate
+    from kit.offline_acceptance import as_deployed, evaluate
 
     what_if = {"aux_layers": args.aux_layers, "use_d2t": not args.no_d2t, **common}
     if not args.engine:
@@ -207,8 +207,8 @@ def _prompts(args: argparse.Namespace):
         return args.prompts
     from pathlib import Path
 
-    from kit.organism import load_prompts
-    from kit.organism.prompts import default_prompts_file
+    from kit.offline_acceptance import load_prompts
+    from kit.offline_acceptance.prompts import default_prompts_file
 
     path = args.prompts or default_prompts_file(Path(args.target))
     return load_prompts(path)[: args.num_prompts]

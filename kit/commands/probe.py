@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 def _print(report) -> None:
     from rich.table import Table
 
-    from kit.console import make_console, print_findings
+    from kit.report.console import make_console, print_findings
 
     console = make_console()
     t = Table(title=f"{report.engine} {report.version or ''} at {report.url}", show_lines=True)

@@ -49,11 +49,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kit.console import make_console, print_findings
     from kit.engines import parse_engine
     from kit.findings import Severity
-    from kit.runbook import RunInputs
-    from kit.runbook import run as run_notebooks
+    from kit.report.console import make_console, print_findings
+    from kit.report.runbook import RunInputs
+    from kit.report.runbook import run as run_notebooks
 
     args.engine = args.engine or DEFAULT_ENGINE
     parse_engine(args.engine)  # a release outside the modelled range fails here, not in 5 kernels

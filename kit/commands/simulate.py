@@ -67,7 +67,7 @@ _COLOR = {
 def _print_report(report) -> None:
     from rich.table import Table
 
-    from kit.console import make_console, print_findings
+    from kit.report.console import make_console, print_findings
 
     console = make_console()
     rewritten = report.rewritten
@@ -110,7 +110,7 @@ def _coloured(value) -> str:
 def _print_matrix(engine: str, rows) -> None:
     from rich.table import Table
 
-    from kit.console import make_console
+    from kit.report.console import make_console
 
     title = "every engine" if engine == "all" else engine
     table = Table(title=f"{title}: what each release does with this checkpoint", show_lines=True)

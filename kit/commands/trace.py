@@ -56,8 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _draft_config(path: str):
     """A config.json, a folder holding one, or a checkpoint whose folder holds one."""
-    from kit.checkpoint import open_checkpoint
-    from kit.config import load_draft_config
+    from kit.checkpoint.config import load_draft_config
+    from kit.checkpoint.files import open_checkpoint
     from kit.errors import KitError
 
     p = Path(path)
@@ -72,9 +72,9 @@ def _draft_config(path: str):
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from kit.config import load_target_config
+    from kit.checkpoint.config import load_target_config
     from kit.findings import dumps
-    from kit.tracing import trace_draft
+    from kit.tracing.shapes import trace_draft
 
     draft = _draft_config(args.draft)
     if args.aux_convention:
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         tokens=args.tokens,
     )
     if args.html:
-        from kit.plots.datapath import datapath_figure
+        from kit.report.plots.datapath import datapath_figure
 
         datapath_figure(report).write_html(args.html, include_plotlyjs=True)
     if args.json:
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 def _print_text(report) -> None:
     from rich.table import Table
 
-    from kit.console import make_console, print_findings
+    from kit.report.console import make_console, print_findings
 
     c = report.capture
     console = make_console()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.acceptance.model import NEAR_ZERO_ACCEPT_LEN
-from kit.config import DraftConfig, TargetConfig, load_draft_config, load_target_config
+from kit.checkpoint.config import DraftConfig, TargetConfig, load_draft_config, load_target_config
 from kit.deployment.configs import Pair, config_findings
 from kit.deployment.draftkind import DraftKind, Kind, draft_kind
 from kit.deployment.lines import read_served
@@ -121,7 +121,9 @@ def _serving_findings(
     multimodal = bool(target and (target.text_config_key or "vision_config" in target.raw))
     out = [*algorithm(served, kind), *chain(served, draft), *known_issues(served, multimodal)]
     if draft and target and kind.kind is DraftKind.EAGLE3 and served.method is Method.EAGLE3:
-        from kit.capture import simulate_capture  # can this release capture for this target?
+        from kit.tracing.capture import (
+            simulate_capture,  # can this release capture for this target?
+        )
 
         out += simulate_capture(target, draft, served.release).findings
     return out

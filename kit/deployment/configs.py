@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from kit.config import DraftConfig, Rope, TargetConfig, read_rope
+from kit.checkpoint.config import DraftConfig, Rope, TargetConfig, read_rope
 from kit.deployment.served import Served
 from kit.engines import EngineRelease, Row, pick
 from kit.engines.serving import DraftDtype, Positions, SlidingWindow

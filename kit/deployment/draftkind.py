@@ -12,7 +12,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kit.config import DraftConfig
+from kit.checkpoint.config import DraftConfig
 
 
 class DraftKind(StrEnum):
@@ -54,7 +54,7 @@ def draft_kind(draft: DraftConfig, folder: Path | None = None) -> Kind:
 
 def _fc_shape(folder: Path) -> tuple[int, ...] | None:
     """The header shape of fc.weight (no tensor bytes are read)."""
-    from kit.checkpoint import open_checkpoint
+    from kit.checkpoint.files import open_checkpoint
     from kit.errors import KitError
 
     try:

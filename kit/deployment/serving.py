@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from kit.config import DraftConfig
+from kit.checkpoint.config import DraftConfig
 from kit.deployment.arguments import Problem
 from kit.deployment.draftkind import DraftKind, Kind
 from kit.deployment.served import Served

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kit.config import DraftConfig
+from kit.checkpoint.config import DraftConfig
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 

@@ -15,13 +15,14 @@ import re
 from packaging.version import Version
 
 from kit.engines import lmdeploy, sglang, tensorrt_llm, vllm
-from kit.engines.base import EngineRelease, Row, VersionRange, pick
+from kit.engines.base import Engine, EngineRelease, Row, VersionRange, pick
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 
 __all__ = [
     "ENGINES",
     "RELEASES",
+    "Engine",
     "EngineRelease",
     "Row",
     "VersionRange",
@@ -32,7 +33,9 @@ __all__ = [
     "supported_range",
 ]
 
-ENGINES = {"sglang": sglang, "vllm": vllm, "lmdeploy": lmdeploy, "tensorrt_llm": tensorrt_llm}
+ENGINES: dict[str, Engine] = {
+    pkg.ENGINE.NAME: pkg.ENGINE for pkg in (sglang, vllm, lmdeploy, tensorrt_llm)
+}
 
 # Releases read in the engines' sources, oldest first, per engine.
 RELEASES: dict[str, tuple[str, ...]] = {name: pkg.RELEASES for name, pkg in ENGINES.items()}

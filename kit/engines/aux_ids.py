@@ -2,7 +2,7 @@
 
 Ids are kept as states after k decoder layers (k = 0 the embeddings, k = n the final pre-norm
 state): the convention vLLM stores and SGLang's `layers_to_capture` ends up in. A config's ids may
-be written in another convention (`kit.config.OUTPUT_OF_LAYER`), which is what an id rule undoes.
+be written in another convention (`kit.checkpoint.config.OUTPUT_OF_LAYER`), which is what an id rule undoes.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
-from kit.config import OUTPUT_OF_LAYER, DraftConfig
+from kit.checkpoint.config import OUTPUT_OF_LAYER, DraftConfig
 
 
 class IdRule(StrEnum):

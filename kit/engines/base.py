@@ -1,4 +1,5 @@
-"""The types every engine's rules are written in: a release, a version range, a cited row.
+"""The types every engine's rules are written in: a release, a version range, a cited row, and
+the `Engine` every engine package registers as.
 
 Kept apart from `kit.engines` (the registry of engines) so that an engine package can import them
 while the registry imports the engine packages.
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from importlib import import_module
+from types import ModuleType
+from typing import Any, Generic, TypeVar
 
 from packaging.version import Version
 
@@ -69,32 +72,89 @@ def pick(rows: Sequence[Row[T]], release: EngineRelease) -> Row[T]:
     raise KitError(f"no rule covers {release}")  # a gap in a table is a bug in the table
 
 
-class EngineRules(Protocol):
-    """What every engine package (`kit.engines.<engine>`) provides: the one small interface the
-    engine-independent code (`kit.loading`, `kit.capture`, `kit.draft`, `kit.rewrite`) asks.
+@dataclass(frozen=True)
+class Engine:
+    """One engine as the engine-independent code asks it (`kit.load.replay`, `kit.tracing`,
+    `kit.load.rewrite`, `kit.deployment`): its name, the releases read, and its rule modules.
 
-    Each name is a function of the draft config and the release, backed by version-ranged rows
-    in the package's modules (`config`, `params`, `load`, `capture`, `forward`, `acceptance`).
-    Optional: `unloaded_failure(ctx, names) -> Refusal | None`, for an engine whose loader fails
-    on a parameter no checkpoint tensor fills (without it such a parameter stays at its init).
+    An engine package (`kit.engines.<engine>`) lists its releases and registers itself with
+    `Engine.register(__name__, RELEASES)`; the rules stay in its modules (`config`, `params`,
+    `load`, `capture`, `forward`, `acceptance`, optional `flags`) as version-ranged rows, and each
+    method below names the module function it asks. Optional in `load`:
+    `unloaded_failure(ctx, names)`, for an engine whose loader fails on a parameter no checkpoint
+    tensor fills (without it such a parameter stays at its init).
     """
 
     NAME: str
     RELEASES: tuple[str, ...]  # releases read in the engine's source, oldest first
-    CONFIG_FIX: str  # what to do when `refuses_config` says no
-    SHAPE_CHECK: str  # where the engine's weight loaders assert shapes
-    acceptance: Any  # module: STOP_COUNTING rows (and the engine's log / metrics formats)
+    config: ModuleType
+    params: ModuleType
+    load: ModuleType
+    capture: ModuleType
+    forward: ModuleType
+    acceptance: ModuleType  # STOP_COUNTING rows (and the engine's log / metrics formats)
+    flags: ModuleType | None = None  # launch flags by release, for engines that have a table
 
-    def refuses_config(self, cfg: Any, release: EngineRelease) -> Any: ...  # Refusal | None
-    def constructor_failure(self, cfg: Any, release: EngineRelease) -> Any: ...  # Refusal | None
-    def rewritten_config(self, cfg: Any, release: EngineRelease) -> tuple[dict, list[str]]: ...
-    def num_aux(self, cfg: Any, release: EngineRelease) -> int: ...
-    def honours(self, cfg: Any, release: EngineRelease) -> Any: ...  # Honoured
-    def engine_params(self, cfg: Any, release: EngineRelease) -> list: ...  # [ParamSpec]
-    def resolve_key(self, key: str, ctx: Any) -> Any: ...  # KeyOutcome
-    def from_target(self, ctx: Any) -> dict[str, tuple[str, str]]: ...
-    def missing_d2t_failure(self, release: EngineRelease) -> Any: ...  # Refusal | None
-    def d2t_source(self, release: EngineRelease) -> str: ...
-    def capture_aux(self, target: Any, draft: Any, release: EngineRelease, target_class: str,
-                    aux_override: bool | None, cuda_graph: bool) -> Any: ...  # Capture  # fmt: skip
-    def era(self, release: EngineRelease) -> Row: ...  # Row[Era]
+    @classmethod
+    def register(cls, package: str, releases: tuple[str, ...]) -> Engine:
+        """The engine of package `kit.engines.<name>`, its modules imported."""
+        modules = {m: import_module(f"{package}.{m}") for m in _MODULES}
+        try:
+            flags = import_module(f"{package}.flags")
+        except ModuleNotFoundError:
+            flags = None
+        return cls(package.rsplit(".", 1)[1], releases, **modules, flags=flags)
+
+    @property
+    def CONFIG_FIX(self) -> str:
+        return self.config.CONFIG_FIX
+
+    @property
+    def SHAPE_CHECK(self) -> str:
+        return self.load.SHAPE_CHECK
+
+    def refuses_config(self, cfg: Any, release: EngineRelease) -> Any:  # Refusal | None
+        return self.config.refuses_config(cfg, release)
+
+    def constructor_failure(self, cfg: Any, release: EngineRelease) -> Any:  # Refusal | None
+        return self.config.constructor_failure(cfg, release)
+
+    def rewritten_config(self, cfg: Any, release: EngineRelease) -> tuple[dict, list[str]]:
+        return self.config.rewritten_config(cfg, release)
+
+    def num_aux(self, cfg: Any, release: EngineRelease) -> int:
+        return self.config.num_aux(cfg, release)
+
+    def honours(self, cfg: Any, release: EngineRelease) -> Any:  # Honoured
+        return self.config.honours(cfg, release)
+
+    def engine_params(self, cfg: Any, release: EngineRelease) -> list:  # [ParamSpec]
+        return self.params.engine_params(cfg, release)
+
+    def resolve_key(self, key: str, ctx: Any) -> Any:  # KeyOutcome
+        return self.load.resolve_key(key, ctx)
+
+    def from_target(self, ctx: Any) -> dict[str, tuple[str, str]]:
+        return self.load.from_target(ctx)
+
+    def missing_d2t_failure(self, release: EngineRelease) -> Any:  # Refusal | None
+        return self.load.missing_d2t_failure(release)
+
+    def d2t_source(self, release: EngineRelease) -> str:
+        return self.load.d2t_source(release)
+
+    def unloaded_failure(self, ctx: Any, names: list[str]) -> Any:  # Refusal | None
+        check = getattr(self.load, "unloaded_failure", None)
+        return check(ctx, names) if check else None
+
+    def capture_aux(
+        self, target: Any, draft: Any, release: EngineRelease, target_class: str,
+        aux_override: bool | None, cuda_graph: bool,
+    ) -> Any:  # Capture  # fmt: skip
+        return self.capture.capture(target, draft, release, target_class, aux_override, cuda_graph)
+
+    def era(self, release: EngineRelease) -> Row:  # Row[Era]
+        return self.forward.era(release)
+
+
+_MODULES = ("config", "params", "load", "capture", "forward", "acceptance")

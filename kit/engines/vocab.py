@@ -6,7 +6,7 @@ builds it (`ParamSpec`), one key's fate (`KeyOutcome`), what a key rule may look
 (`LoadContext`). Running: which config flags a release honours (`Honoured`), how it builds the
 draft module (`Era`), and what the target hands the draft (`Capture`, `Feed`, `FcGate`).
 
-Kept apart from the engine packages and from `kit.loading` / `kit.capture` / `kit.draft`, so
+Kept apart from the engine packages and from `kit.load.replay` / `kit.tracing.capture` / `kit.tracing.draft`, so
 that the rules and the code that applies them do not import each other.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
 
-from kit.config import DraftConfig
+from kit.checkpoint.config import DraftConfig
 from kit.engines.base import EngineRelease
 
 

@@ -14,52 +14,9 @@ every release read.
 
 from __future__ import annotations
 
-from kit.engines.lmdeploy import acceptance, capture, config, forward, load, params
-from kit.engines.lmdeploy.capture import capture as capture_aux
-from kit.engines.lmdeploy.config import (
-    CONFIG_FIX,
-    constructor_failure,
-    honours,
-    num_aux,
-    refuses_config,
-    rewritten_config,
-)
-from kit.engines.lmdeploy.forward import era
-from kit.engines.lmdeploy.load import (
-    SHAPE_CHECK,
-    d2t_source,
-    from_target,
-    missing_d2t_failure,
-    resolve_key,
-)
-from kit.engines.lmdeploy.params import engine_params
-
-NAME = "lmdeploy"
+from kit.engines.base import Engine
 
 # Releases read: the first with EAGLE-3, one in the middle, the latest on PyPI.
 RELEASES: tuple[str, ...] = ("0.11.0", "0.15.0", "0.18.0")
 
-__all__ = [
-    "CONFIG_FIX",
-    "NAME",
-    "RELEASES",
-    "SHAPE_CHECK",
-    "acceptance",
-    "capture",
-    "capture_aux",
-    "config",
-    "constructor_failure",
-    "d2t_source",
-    "engine_params",
-    "era",
-    "forward",
-    "from_target",
-    "honours",
-    "load",
-    "missing_d2t_failure",
-    "num_aux",
-    "params",
-    "refuses_config",
-    "resolve_key",
-    "rewritten_config",
-]
+ENGINE = Engine.register(__name__, RELEASES)

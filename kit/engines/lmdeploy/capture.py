@@ -12,7 +12,7 @@ from the draft's (`FcGate.WIDTH`). Sources are paths inside the wheel.
 
 from __future__ import annotations
 
-from kit.config import DraftConfig, TargetConfig
+from kit.checkpoint.config import DraftConfig, TargetConfig
 from kit.engines.aux_ids import GIVEN_OFF, Loop, default_layers, read_ids
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.lmdeploy.config import P, num_aux

@@ -9,7 +9,7 @@ parameter of `draft_vocab_size` the loader fills with absolute target ids.
 
 from __future__ import annotations
 
-from kit.config import DraftConfig
+from kit.checkpoint.config import DraftConfig
 from kit.engines.base import EngineRelease
 from kit.engines.lmdeploy.config import EAGLE3, num_aux
 from kit.engines.vocab import Init, ParamSpec

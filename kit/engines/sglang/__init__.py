@@ -11,27 +11,7 @@ the file and line inside the wheel's `sglang/srt/` for the release it names.
 
 from __future__ import annotations
 
-from kit.engines.sglang import acceptance, capture, config, flags, forward, load, params
-from kit.engines.sglang.capture import capture as capture_aux
-from kit.engines.sglang.config import (
-    CONFIG_FIX,
-    constructor_failure,
-    honours,
-    num_aux,
-    refuses_config,
-    rewritten_config,
-)
-from kit.engines.sglang.forward import era
-from kit.engines.sglang.load import (
-    SHAPE_CHECK,
-    d2t_source,
-    from_target,
-    missing_d2t_failure,
-    resolve_key,
-)
-from kit.engines.sglang.params import engine_params
-
-NAME = "sglang"
+from kit.engines.base import Engine
 
 # Releases read (0.4.4.post1 has no EAGLE-3 module; there is no 0.5.0 on PyPI).
 RELEASES: tuple[str, ...] = (
@@ -42,28 +22,4 @@ RELEASES: tuple[str, ...] = (
     "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23",
 )  # fmt: skip
 
-__all__ = [
-    "CONFIG_FIX",
-    "NAME",
-    "RELEASES",
-    "SHAPE_CHECK",
-    "acceptance",
-    "capture",
-    "capture_aux",
-    "config",
-    "constructor_failure",
-    "d2t_source",
-    "engine_params",
-    "era",
-    "flags",
-    "forward",
-    "from_target",
-    "honours",
-    "load",
-    "missing_d2t_failure",
-    "num_aux",
-    "params",
-    "refuses_config",
-    "resolve_key",
-    "rewritten_config",
-]
+ENGINE = Engine.register(__name__, RELEASES)

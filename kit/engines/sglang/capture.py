@@ -11,7 +11,7 @@ are paths inside the wheel's `sglang/srt/`, with the release they were read in.
 
 from __future__ import annotations
 
-from kit.config import DraftConfig, TargetConfig
+from kit.checkpoint.config import DraftConfig, TargetConfig
 from kit.engines.aux_ids import IdRule, Loop, aux_switch, default_layers, in_loop, read_ids
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.sglang.config import num_aux

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kit.config import AFTER_K_LAYERS, DraftConfig, flatten_speculators
+from kit.checkpoint.config import AFTER_K_LAYERS, DraftConfig, flatten_speculators
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.vocab import Honoured, Refusal
 

@@ -8,7 +8,7 @@ after the first build an `input_layernorm` they never use: they open with `hidde
 
 from __future__ import annotations
 
-from kit.config import DraftConfig
+from kit.checkpoint.config import DraftConfig
 from kit.engines.base import EngineRelease, pick
 from kit.engines.sglang.config import (
     EAGLE3,

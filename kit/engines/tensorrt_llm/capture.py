@@ -10,7 +10,7 @@ not the draft's (`FcGate.WIDTH`).
 
 from __future__ import annotations
 
-from kit.config import DraftConfig, TargetConfig
+from kit.checkpoint.config import DraftConfig, TargetConfig
 from kit.engines.aux_ids import IdRule, Loop, aux_switch, read_ids
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.tensorrt_llm.config import AT, num_aux

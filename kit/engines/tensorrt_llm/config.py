@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kit.config import DraftConfig, flatten_speculators
+from kit.checkpoint.config import DraftConfig, flatten_speculators
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.vocab import Honoured, Refusal
 

@@ -10,7 +10,7 @@ the draft vocabulary is smaller, `embed_tokens` only when the target is wider th
 
 from __future__ import annotations
 
-from kit.config import DraftConfig
+from kit.checkpoint.config import DraftConfig
 from kit.engines.base import EngineRelease, Row, VersionRange
 from kit.engines.tensorrt_llm.config import AT, SPEC, num_aux
 from kit.engines.vocab import Init, ParamSpec

@@ -11,55 +11,11 @@ the file inside the wheel (`vllm/…`) for the release it names.
 
 from __future__ import annotations
 
-from kit.engines.vllm import acceptance, capture, config, flags, forward, load, params
-from kit.engines.vllm.capture import capture as capture_aux
-from kit.engines.vllm.config import (
-    CONFIG_FIX,
-    constructor_failure,
-    honours,
-    num_aux,
-    refuses_config,
-    rewritten_config,
-)
-from kit.engines.vllm.forward import era
-from kit.engines.vllm.load import (
-    SHAPE_CHECK,
-    d2t_source,
-    from_target,
-    missing_d2t_failure,
-    resolve_key,
-)
-from kit.engines.vllm.params import engine_params
-
-NAME = "vllm"
+from kit.engines.base import Engine
 
 RELEASES: tuple[str, ...] = (
     "0.9.2", "0.10.0", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0", "0.14.0",
     "0.18.0", "0.24.0", "0.28.0", "0.33.0",
 )  # fmt: skip
 
-__all__ = [
-    "CONFIG_FIX",
-    "NAME",
-    "RELEASES",
-    "SHAPE_CHECK",
-    "acceptance",
-    "capture",
-    "capture_aux",
-    "config",
-    "constructor_failure",
-    "d2t_source",
-    "engine_params",
-    "era",
-    "flags",
-    "forward",
-    "from_target",
-    "honours",
-    "load",
-    "missing_d2t_failure",
-    "num_aux",
-    "params",
-    "refuses_config",
-    "resolve_key",
-    "rewritten_config",
-]
+ENGINE = Engine.register(__name__, RELEASES)

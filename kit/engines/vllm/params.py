@@ -8,7 +8,7 @@ state), later layers open with `input_layernorm` and never use their `hidden_nor
 
 from __future__ import annotations
 
-from kit.config import DraftConfig
+from kit.checkpoint.config import DraftConfig
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.vllm.config import EAGLE3, builds_fc, honours, is_qwen3, num_aux, num_layers
 from kit.engines.vocab import Init, ParamSpec, pad64

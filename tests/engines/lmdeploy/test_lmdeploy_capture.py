@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from capture_configs import KIMI, codes, flat_draft, sample_draft, target
 
-from kit.capture import Feed, simulate_capture
-from kit.config import load_draft_config, load_target_config
+from kit.checkpoint.config import load_draft_config, load_target_config
 from kit.engines.lmdeploy.capture import AUX_FIX, IDS_FIX
 from kit.findings import Severity
-from kit.tracing import trace_draft
+from kit.tracing.capture import Feed, simulate_capture
+from kit.tracing.shapes import trace_draft
 
 READ = ("lmdeploy==0.11.0", "lmdeploy==0.15.0", "lmdeploy==0.18.0")
 

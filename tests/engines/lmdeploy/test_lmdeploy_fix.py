@@ -18,10 +18,10 @@ import torch
 from safetensors.torch import load_file
 from tiny_layouts import DATA, speculators_multilayer, write
 
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
 from kit.errors import KitError
-from kit.rewrite import plan_fix, verify_output, write_fixed
+from kit.load.rewrite import plan_fix, verify_output, write_fixed
 
 READ = ("lmdeploy==0.11.0", "lmdeploy==0.15.0", "lmdeploy==0.18.0")
 SAMPLE = DATA / "samples" / "speculators-0.9.0-tiny"
@@ -55,10 +55,10 @@ def test_speculators_sample_becomes_loadable(tmp_path, engine):
 
 @pytest.mark.parametrize(
     "folder", [DATA / "layouts" / "speculators-trainer", DATA / "layouts" / "speculators-converter",
-               DATA / "organism" / "draft"],
+               DATA / "pair" / "draft"],
 )  # fmt: skip
 def test_every_speculators_export_is_fixable_and_then_quiet(tmp_path, folder):
-    """Trainer, converter and the organism: once fixed, lmdeploy==0.18.0 says nothing beyond the
+    """Trainer, converter and the bundled draft: once fixed, lmdeploy==0.18.0 says nothing beyond the
     one behaviour it does not implement when the draft was trained with it."""
     _, out = fixed(folder, "lmdeploy==0.18.0", tmp_path / "f")
     report = verify_output(out, "lmdeploy==0.18.0")

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from tiny_layouts import DATA, FLAT, LAYER, sim, speculators_multilayer, write
 
-from kit.config import parse_draft_config
+from kit.checkpoint.config import parse_draft_config
 from kit.findings import Severity
-from kit.loading import engine_params
+from kit.load.replay import engine_params
 
 READ = ("lmdeploy==0.11.0", "lmdeploy==0.15.0", "lmdeploy==0.18.0")
 LAYOUTS = DATA / "layouts"
@@ -77,7 +77,7 @@ def test_eagle3_class_name_is_accepted_as_is(tmp_path):
 
 @pytest.mark.parametrize(
     "folder", ["speculators-trainer", "speculators-converter", "../samples/speculators-0.9.0-tiny",
-               "../organism/draft"],
+               "../pair/draft"],
 )  # fmt: skip
 def test_speculators_configs_stop_with_the_release_s_exception(folder):
     """No top-level model_type: 0.11.0 calls AutoConfig (pytorch/config.py:325) -> ValueError;

@@ -8,12 +8,12 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config
-from kit.draft import build_draft, load_state
-from kit.loading import simulate_load
-from kit.organism import evaluate, load_prompts
-from kit.rewrite import plan_fix, write_fixed
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
+from kit.load.replay import simulate_load
+from kit.load.rewrite import plan_fix, write_fixed
+from kit.offline_acceptance import evaluate, load_prompts
+from kit.tracing.draft import build_draft, load_state
 from tests.conftest import DRAFT, PROMPTS, TARGET
 
 ENGINE = "lmdeploy==0.18.0"
@@ -26,7 +26,7 @@ def few():
 
 @pytest.fixture(scope="module")
 def lmdeploy_draft(tmp_path_factory):
-    """The organism draft as `fix --for lmdeploy==0.18.0` writes it."""
+    """The bundled draft as `fix --for lmdeploy==0.18.0` writes it."""
     ck = open_checkpoint(DRAFT)
     out = tmp_path_factory.mktemp("lmd") / "draft"
     return write_fixed(ck, plan_fix(ck, load_draft_config(DRAFT), ENGINE), out=out)
@@ -47,7 +47,7 @@ def test_stop_counting_credits_drafts_verified_past_the_stop(target, few):
 
 
 def test_fixed_draft_runs_as_the_trained_function(target, few, lmdeploy_draft):
-    """Loaded by LMDeploy in its own form, the organism draft computes what vLLM's module does
+    """Loaded by LMDeploy in its own form, the bundled draft computes what vLLM's module does
     (same trained function: one layer, fc on 3 aux states, its own embedding, pre-norm state
     fed back), drafts included: the counts agree to the last token."""
     common = {"prompts": few, "target": target, "progress": False, "count_as": ENGINE}

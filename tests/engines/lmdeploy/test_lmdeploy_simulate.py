@@ -74,10 +74,10 @@ def served_fates(data: dict) -> dict[str, tuple]:
         (LAYOUTS / "speculators-trainer", "AttributeError", {**TOP, **KEYERROR_LAYERS}),
         (LAYOUTS / "speculators-converter", "AttributeError", {**TOP, **KEYERROR_LAYERS}),
         (SAMPLE, "AttributeError", {**TOP, **KEYERROR_LAYERS}),
-        (DATA / "organism" / "draft", "AttributeError", {**TOP, **KEYERROR_LAYERS}),
+        (DATA / "pair" / "draft", "AttributeError", {**TOP, **KEYERROR_LAYERS}),
     ],
     ids=["eagle-official", "specforge", "speculators-trainer", "speculators-converter",
-         "sample", "organism"],
+         "sample", "pair"],
 )  # fmt: skip
 def test_simulate_json_agrees_key_by_key(path, refused, expected):
     """lmdeploy==0.18.0: the refusal as saved (the speculators format: configurations/

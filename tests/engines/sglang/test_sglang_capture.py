@@ -7,8 +7,7 @@ import dataclasses
 import pytest
 from capture_configs import KIMI, codes, flat_draft, sample_draft, target
 
-from kit.capture import Feed, simulate_capture
-from kit.config import (
+from kit.checkpoint.config import (
     AFTER_K_LAYERS,
     load_draft_config,
     load_target_config,
@@ -17,6 +16,7 @@ from kit.engines import parse_engine, pick
 from kit.engines.aux_ids import default_layers
 from kit.engines.sglang.capture import MISSING_HOOK
 from kit.findings import Severity
+from kit.tracing.capture import Feed, simulate_capture
 
 # ---- SGLang --------------------------------------------------------------------------------
 

@@ -11,10 +11,10 @@ import json
 import pytest
 from tiny_layouts import DATA, FLAT, LAYER, sim, speculators_multilayer, write
 
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
 from kit.errors import KitError
-from kit.loading import engine_params
+from kit.load.replay import engine_params
 
 
 def specforge(prefix: str = "midlayer.", embed: bool = False) -> dict[str, tuple[int, ...]]:
@@ -127,7 +127,7 @@ def test_rewritten_config_is_sglangs_flat_form(sample_dir):
     `eagle_config` as output of layer k (SGLang adds 1: 0.5.10 models/llama.py:783), a null
     target_hidden_size dropped (SGLang tests hasattr: 0.5.12 llama_eagle3.py:148)."""
     from kit.engines import parse_engine
-    from kit.engines.sglang import rewritten_config
+    from kit.engines.sglang.config import rewritten_config
 
     cfg = load_draft_config(sample_dir)
     raw, changes = rewritten_config(cfg, parse_engine("sglang==0.5.10"))
@@ -308,7 +308,7 @@ def test_shape_mismatch_fails_like_the_weight_loader(tmp_path):
 def test_vocab_padding_and_fc_width_from_eagle_config():
     """embed [pad64(V), H] (0.5.10 `layers/vocab_parallel_embedding.py:43,52-54`); ≥0.5.12 fc
     in-width = len(eagle_config ids)·Ht (0.5.12 `models/llama_eagle3.py:154-165`)."""
-    from kit.config import parse_draft_config
+    from kit.checkpoint.config import parse_draft_config
 
     cfg = parse_draft_config(
         FLAT
@@ -358,7 +358,7 @@ def test_version_outside_range_names_it(sample_dir):
 def test_llama4_mlp_width_from_0_4_9():
     """0.4.9 rebuilt the draft MLP with `intermediate_size_mlp` for `llama4_text` (absent from
     0.4.8 `models/llama_eagle3.py`; 0.5.10 `:64-67`)."""
-    from kit.config import parse_draft_config
+    from kit.checkpoint.config import parse_draft_config
 
     cfg = parse_draft_config(FLAT | {"model_type": "llama4_text", "intermediate_size_mlp": 48})
     new = {p.name: p.shape for p in engine_params(cfg, "sglang==0.4.9")}
@@ -409,7 +409,7 @@ def test_fix_for_0_5_12_on_a_multilayer_draft_with_four_aux_states(tmp_path):
     becomes SGLang's flat form (4 ids in eagle_config) and layer 1's trained input_layernorm is
     renamed to the hidden_norm that layer opens with; afterwards every tensor loads, and the
     finding the fix answers is gone (and no new one appears)."""
-    from kit.rewrite import plan_fix, verify_output, write_fixed
+    from kit.load.rewrite import plan_fix, verify_output, write_fixed
 
     folder = speculators_multilayer(tmp_path / "ml")
     ck = open_checkpoint(folder)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 from capture_configs import codes, flat_draft, sample_draft, target
 
-from kit.capture import Feed, simulate_capture
 from kit.engines.tensorrt_llm.capture import NO_FALLBACK, default_ids
 from kit.findings import Severity
+from kit.tracing.capture import Feed, simulate_capture
 
 TRT = "tensorrt_llm==1.2.0rc2"
 

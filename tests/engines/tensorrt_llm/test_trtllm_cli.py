@@ -10,7 +10,7 @@ import sys
 import pytest
 from tiny_layouts import DATA
 
-from tests.conftest import ORGANISM
+from tests.conftest import PAIR
 
 TRT = "tensorrt_llm==1.2.0rc2"
 SAMPLE = DATA / "samples" / "speculators-0.9.0-tiny"
@@ -59,27 +59,27 @@ def test_fix_refuses_a_modelopt_multi_layer_draft_in_one_line(tmp_path):
     ],
 )
 def test_bad_release_is_one_line_exit_2(engine, message):
-    out = kit("trace", "--draft", str(SAMPLE), "--target-config", str(ORGANISM / "target"),
+    out = kit("trace", "--draft", str(SAMPLE), "--target-config", str(PAIR / "target"),
               "--engine", engine)  # fmt: skip
     assert out.returncode == 2 and message in out.stderr
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
 def test_doctor_ranks_the_refused_config_first():
-    out = kit("doctor", "--draft", str(ORGANISM / "draft"), "--target-config",
-              str(ORGANISM / "target"), "--engine", TRT, "--json")  # fmt: skip
+    out = kit("doctor", "--draft", str(PAIR / "draft"), "--target-config",
+              str(PAIR / "target"), "--engine", TRT, "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr
     findings = json.loads(out.stdout)["findings"]
     assert findings[0]["code"] == "UNSUPPORTED_CONFIG" and findings[0]["root_cause"]
-    # the organism's target captures the states the draft was trained on by default
+    # the bundled target captures the states the draft was trained on by default
     assert not any(f["code"] in ("AUX_LAYER_OFFSET", "AUX_WIDTH_MISMATCH") for f in findings)
 
 
 @pytest.mark.slow
 def test_run_writes_a_postmortem(tmp_path):
     """`run --engine tensorrt_llm==X`: the notebooks run headless and the postmortem names it."""
-    out = kit("run", "--draft", str(ORGANISM / "draft"), "--target-config",
-              str(ORGANISM / "target"), "--engine", TRT, "--out", str(tmp_path / "run"),
+    out = kit("run", "--draft", str(PAIR / "draft"), "--target-config",
+              str(PAIR / "target"), "--engine", TRT, "--out", str(tmp_path / "run"),
               timeout=900)  # fmt: skip
     assert out.returncode == 0, out.stderr
     html = (tmp_path / "run" / "postmortem.html").read_text()

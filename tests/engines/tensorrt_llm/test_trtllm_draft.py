@@ -1,4 +1,4 @@
-"""The reference draft module as TensorRT-LLM 1.2.0rc2 builds and runs it (`kit.draft`, built
+"""The reference draft module as TensorRT-LLM 1.2.0rc2 builds and runs it (`kit.tracing.draft`, built
 from `kit.engines.tensorrt_llm.engine_params`), on real tensors and a real checkpoint.
 
 SPEC:171-177 (midlayer ModuleList), SPEC:233-249 (later layers add the previous residual and run
@@ -11,10 +11,10 @@ import pytest
 import torch
 from tiny_layouts import FLAT, LAYER, write
 
-from kit.checkpoint import open_checkpoint
-from kit.config import load_draft_config
-from kit.draft import build_draft, load_state
-from kit.loading import engine_params, simulate_load
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
+from kit.load.replay import engine_params, simulate_load
+from kit.tracing.draft import build_draft, load_state
 
 torch.set_num_threads(1)
 TRT = "tensorrt_llm==1.2.0rc2"

@@ -13,11 +13,11 @@ import json
 import pytest
 from tiny_layouts import DATA, FLAT, LAYER, sim, write
 
-from kit.config import parse_draft_config
+from kit.checkpoint.config import parse_draft_config
 from kit.engines import parse_engine, pick
 from kit.engines.tensorrt_llm import acceptance, config, load, params
 from kit.errors import KitError
-from kit.loading import engine_params
+from kit.load.replay import engine_params
 
 TRT = "tensorrt_llm==1.2.0rc2"
 SAMPLE = DATA / "samples" / "speculators-0.9.0-tiny"
@@ -26,7 +26,7 @@ SPECULATORS = [
     SAMPLE,
     LAYOUTS / "speculators-trainer",
     LAYOUTS / "speculators-converter",
-    DATA / "organism" / "draft",
+    DATA / "pair" / "draft",
 ]
 
 
@@ -85,9 +85,9 @@ def test_speculators_config_refused_and_layers_0_not_read(folder):
 def test_fix_writes_the_form_it_reads(tmp_path):
     """`rewritten_config` + the `midlayer` rename: `fix --for` writes a flat LlamaForCausalLM
     config with draft_vocab_size and `midlayer.*` keys, which loads every tensor."""
-    from kit.checkpoint import open_checkpoint
-    from kit.config import load_draft_config
-    from kit.rewrite import plan_fix, write_fixed
+    from kit.checkpoint.config import load_draft_config
+    from kit.checkpoint.files import open_checkpoint
+    from kit.load.rewrite import plan_fix, write_fixed
 
     ck, cfg = open_checkpoint(SAMPLE), load_draft_config(SAMPLE)
     plan = plan_fix(ck, cfg, TRT)
@@ -115,9 +115,9 @@ def test_modelopt_multi_layer_drafts_fail(tmp_path):
     """ModelOpt's later layers are next_layer_regular (H-wide q/k/v, no input norms): this
     release builds every layer with a 2H qkv, so `midlayer.1` q/k/v do not fit (`SHAPE_CHECK`);
     `layers.{i}.*` is read by no module. No rename helps: `fix` refuses with the reason."""
-    from kit.checkpoint import open_checkpoint
-    from kit.config import load_draft_config
-    from kit.rewrite import plan_fix
+    from kit.checkpoint.config import load_draft_config
+    from kit.checkpoint.files import open_checkpoint
+    from kit.load.rewrite import plan_fix
 
     indexed = sim(LAYOUTS / "modelopt-midlayer", TRT)
     assert indexed.outcome("midlayer.1.self_attn.q_proj.weight").outcome == "error"

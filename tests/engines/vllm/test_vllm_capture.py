@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from capture_configs import KIMI, codes, flat_draft, sample_draft, target
 
-from kit.capture import Feed, simulate_capture
-from kit.config import (
+from kit.checkpoint.config import (
     load_draft_config,
     load_target_config,
 )
 from kit.findings import Severity
+from kit.tracing.capture import Feed, simulate_capture
 
 # ---- vLLM ----------------------------------------------------------------------------------
 

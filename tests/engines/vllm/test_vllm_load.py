@@ -11,9 +11,9 @@ import json
 import pytest
 from tiny_layouts import DATA, FLAT, LAYER, sim, write
 
-from kit.checkpoint import open_checkpoint
-from kit.config import parse_draft_config
-from kit.loading import engine_params
+from kit.checkpoint.config import parse_draft_config
+from kit.checkpoint.files import open_checkpoint
+from kit.load.replay import engine_params
 
 SAMPLE = DATA / "samples" / "speculators-0.9.0-tiny"
 LAYOUTS = DATA / "layouts"

@@ -1,0 +1,7 @@
+"""1. Key inspection: what a checkpoint holds, read headers first.
+
+- `files`: safetensors headers, sharded indexes, folders, the HF cache, `.bin` (weights only);
+- `config`: draft and target configs as every trainer writes them;
+- `formats`: which trainer wrote a checkpoint, and the renames between layouts;
+- `inspection`: the inspect findings (keys, shapes, sampled statistics, d2t).
+"""

@@ -1,0 +1,735 @@
+"""Open a draft (or target) checkpoint the way the engines will, reading headers only.
+
+A checkpoint is one `.safetensors` file, a sharded set behind `model.safetensors.index.json`, a
+folder holding either, a `pytorch_model.bin` / `.pt` (opened with `torch.load(weights_only=True,
+mmap=True)` only: never a plain unpickle), or a local Hugging Face cache entry named by repo id.
+For safetensors only the 8-byte length and the JSON header are read; tensor bytes are read on
+request (`read_tensor`, `stats`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kit.errors import KitError
+from kit.load.undo import UNDO_SUFFIX, torn_files
+
+# safetensors dtype name -> bytes per element (the format spec's list).
+DTYPE_SIZES: dict[str, int] = {
+    "BOOL": 1,
+    "U8": 1,
+    "I8": 1,
+    "F8_E5M2": 1,
+    "F8_E4M3": 1,
+    "F8_E8M0": 1,
+    "F4": 1,
+    "I16": 2,
+    "U16": 2,
+    "F16": 2,
+    "BF16": 2,
+    "I32": 4,
+    "U32": 4,
+    "F32": 4,
+    "I64": 8,
+    "U64": 8,
+    "F64": 8,
+    "C64": 8,
+}
+FLOAT_DTYPES = {"F16", "BF16", "F32", "F64", "F8_E5M2", "F8_E4M3"}
+# safetensors refuses headers above 100 MB; so do we (a corrupt length must not allocate GBs).
+MAX_HEADER_BYTES = 100_000_000
+INDEX_NAME = "model.safetensors.index.json"
+# `fix --in-place` of a header-only rename leaves `<entry>.fix-undo.json` beside the checkpoint.
+PICKLE_NAMES = ("pytorch_model.bin", "model.pt", "model.bin")
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """Where one tensor lives and what it is, without its bytes."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    file: Path
+    # absolute byte range of the data in `file` (safetensors only)
+    offsets: tuple[int, int] | None = None
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "dtype": self.dtype,
+            "shape": list(self.shape),
+            "nbytes": self.nbytes,
+            "file": self.file.name,
+        }
+
+
+@dataclass
+class Checkpoint:
+    """Every tensor of a checkpoint by name, plus its config.json when one sits beside it."""
+
+    path: Path
+    kind: str  # "safetensors" | "sharded" | "pickle"
+    files: list[Path]
+    tensors: dict[str, TensorInfo]
+    config_path: Path | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def folder(self) -> Path:
+        return self.path if self.path.is_dir() else self.path.parent
+
+    def keys(self) -> list[str]:
+        return list(self.tensors)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.tensors
+
+    def read_tensor(self, name: str):
+        """The tensor's values as a torch tensor (bytes are read now, one tensor at a time)."""
+        info = self.tensors[name]
+        if self.kind == "pickle":
+            return _load_pickle(info.file)[name]
+        from safetensors import safe_open
+
+        with safe_open(str(info.file), framework="pt") as f:
+            return f.get_tensor(name)
+
+
+def open_checkpoint(path: str | Path) -> Checkpoint:
+    """Open any supported checkpoint; a `KitError` names the file and the problem otherwise."""
+    ck = _open(path)
+    if ck.kind != "pickle" and any(ck.folder.glob(f"*{UNDO_SUFFIX}")):
+        _refuse_torn(ck)
+    return ck
+
+
+def _refuse_torn(ck: Checkpoint) -> None:
+    """A header torn mid-patch may still parse, with key names that are half old, half new:
+    an undo record beside the checkpoint tells it apart from either version."""
+    torn = torn_files(ck.folder)
+    if torn:
+        raise KitError(
+            f"the header of {', '.join(torn)} is half the original, half the fixed one: an "
+            f"interrupted `fix --in-place` or `--undo` left it so; `python -m kit fix "
+            f"{ck.folder} --undo` restores the original, re-running the fix completes it",
+            ck.folder,
+        )
+
+
+def _open(path: str | Path) -> Checkpoint:
+    p = Path(path)
+    if not p.exists():
+        resolved = _resolve_hf_cache(str(path))
+        if resolved is None:
+            raise KitError(
+                "no such file or folder (nor a Hugging Face repo id in the local cache)", p
+            )
+        p = resolved
+    if p.is_dir():
+        return _open_folder(p)
+    if p.name.endswith(".index.json"):
+        return _open_index(p)
+    if p.suffix == ".safetensors":
+        _refuse_lone_shard(p)
+        return _open_single(p)
+    if p.suffix in (".bin", ".pt", ".pth"):
+        return _open_pickle(p)
+    if p.name == "config.json":
+        if has_checkpoint(p.parent):
+            raise KitError(
+                f"this is a config file; the checkpoint is its folder: pass {p.parent}", p
+            )
+        raise KitError(f"this is a config file and no weights sit beside it; {CONFIG_ONLY}", p)
+    raise KitError(
+        "not a checkpoint (expected .safetensors, an index .json, .bin/.pt or a folder)", p
+    )
+
+
+# Where a config alone leads: the commands that read a draft's config without its weights.
+CONFIG_ONLY = (
+    "commands that take a config alone: `trace --draft PATH --target-config …`, "
+    "`doctor --draft PATH --target-config …`; inspect, simulate and fix need the weights "
+    "(.safetensors, an index or pytorch_model.bin)"
+)
+# `model-00001-of-00002.safetensors`: the name transformers gives shard 1 of 2.
+_SHARD_NAME = re.compile(r"-(\d+)-of-(\d+)\.safetensors$")
+
+
+def _config_beside(folder: Path) -> Path | None:
+    c = folder / "config.json"
+    return c if c.is_file() else None
+
+
+def has_checkpoint(folder: Path) -> bool:
+    """Whether `folder` holds weights `open_checkpoint` can read (not only a config)."""
+    return any(folder.glob("*.safetensors")) or any(
+        (folder / name).is_file() for name in (INDEX_NAME, *PICKLE_NAMES)
+    )
+
+
+def _refuse_lone_shard(file: Path) -> None:
+    """One shard is not the draft: the engines load every shard the index lists.
+
+    Opened alone, a shard lacks the other shards' tensors and every later step would report
+    them missing (LM_HEAD_MISSING for a head that sits in shard 2), so the error names the
+    index or folder that holds the whole checkpoint instead.
+    """
+    index = file.parent / INDEX_NAME
+    listed = _index_lists(index, file.name)
+    m = _SHARD_NAME.search(file.name)
+    of = int(m.group(2)) if m else 1
+    if listed:
+        raise KitError(
+            f"one of the shards that {index.name} beside it lists; the checkpoint is all of "
+            f"them: pass the folder ({file.parent}) or the index",
+            file,
+        )
+    if of > 1:
+        raise KitError(
+            f"shard {int(m.group(1))} of {of} by its name, and no {INDEX_NAME} beside it says "
+            "which tensors the other shards hold: put the index saved with the shards next to "
+            "them and pass the folder",
+            file,
+        )
+
+
+def _index_lists(index: Path, shard: str) -> bool:
+    if not index.is_file():
+        return False
+    try:
+        weight_map = json.loads(index.read_text())["weight_map"]
+        return shard in set(weight_map.values())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+        return False  # a broken index: the folder's own open names its problem
+
+
+def _open_folder(folder: Path) -> Checkpoint:
+    if (folder / INDEX_NAME).is_file():
+        return _open_index(folder / INDEX_NAME)
+    singles = sorted(folder.glob("*.safetensors"))
+    if len(singles) == 1:
+        _refuse_lone_shard(singles[0])
+        ck = _open_single(singles[0])
+        ck.path = folder
+        return ck
+    if len(singles) > 1:
+        names = ", ".join(s.name for s in singles[:4])
+        raise KitError(
+            f"{len(singles)} .safetensors files ({names}…) but no {INDEX_NAME} to say how they "
+            "fit: put the index saved with them here, or pass the one file that is the draft",
+            folder,
+        )
+    for name in PICKLE_NAMES:
+        if (folder / name).is_file():
+            ck = _open_pickle(folder / name)
+            ck.path = folder
+            return ck
+    if _config_beside(folder):
+        raise KitError(
+            f"no weights here, only config.json (no .safetensors, index or pytorch_model.bin); "
+            f"{CONFIG_ONLY}",
+            folder,
+        )
+    raise KitError("no checkpoint here (no .safetensors, index or pytorch_model.bin)", folder)
+
+
+def read_safetensors_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
+    """Parse and validate one safetensors header: every range inside the file, none overlapping.
+
+    A header that does not parse beside a `fix --in-place` undo record may be one that a killed
+    run left half-written: the error says how to restore or complete it.
+    """
+    try:
+        return _read_header(file)
+    except KitError as e:
+        if not any(file.parent.glob(f"*{UNDO_SUFFIX}")):
+            raise
+        raise KitError(
+            f"{e.problem}; an undo record of `fix --in-place` sits beside it, so an interrupted "
+            f"fix may have left this header half-written: `python -m kit fix {file.parent} "
+            "--undo` restores the original, re-running the fix completes it",
+            file,
+        ) from None
+
+
+def _read_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
+    try:
+        size = file.stat().st_size
+        with open(file, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise KitError(
+                    f"truncated: {size} bytes, shorter than the 8-byte header length", file
+                )
+            (n,) = struct.unpack("<Q", head)
+            if n > MAX_HEADER_BYTES:
+                raise KitError(
+                    f"header length {n} is implausible (limit {MAX_HEADER_BYTES}); not a safetensors file",
+                    file,
+                )
+            if 8 + n > size:
+                raise KitError(
+                    f"header length {n} runs past the end of the file ({size} bytes); truncated?",
+                    file,
+                )
+            raw = f.read(n)
+    except OSError as e:
+        raise KitError(f"cannot read: {e.strerror}", file) from None
+    try:
+        header = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise KitError(f"header is not valid JSON ({e})", file) from None
+    if not isinstance(header, dict):
+        raise KitError("header is not a JSON object", file)
+    metadata = header.pop("__metadata__", None) or {}
+    if not isinstance(metadata, dict):
+        raise KitError("header __metadata__ is not a JSON object of strings", file)
+    data_start = 8 + n
+    data_len = size - data_start
+    tensors: dict[str, TensorInfo] = {}
+    spans: list[tuple[int, int, str]] = []
+    for name, entry in header.items():
+        if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= entry.keys():
+            raise KitError(f"header entry {name!r} lacks dtype/shape/data_offsets", file)
+        dtype = entry["dtype"]
+        if not isinstance(dtype, str) or dtype not in DTYPE_SIZES:
+            raise KitError(f"tensor {name!r} has unknown dtype {dtype!r}", file)
+        shape = entry["shape"]
+        offs = entry["data_offsets"]
+        if (
+            not isinstance(shape, list)
+            or not all(isinstance(d, int) and d >= 0 for d in shape)
+            or not isinstance(offs, list)
+            or len(offs) != 2
+            or not all(isinstance(o, int) for o in offs)
+        ):
+            raise KitError(f"tensor {name!r} has a malformed shape or data_offsets", file)
+        begin, end = offs
+        numel = 1
+        for d in shape:
+            numel *= d
+        expected = numel * DTYPE_SIZES[dtype]
+        if not 0 <= begin <= end:
+            raise KitError(f"tensor {name!r} has data_offsets {offs} out of order", file)
+        if end > data_len:
+            raise KitError(
+                f"tensor {name!r} data [{begin}, {end}) runs outside the {data_len}-byte data section; truncated?",
+                file,
+            )
+        if end - begin != expected and dtype != "F4":
+            raise KitError(
+                f"tensor {name!r} spans {end - begin} bytes but {dtype}{shape} needs {expected}",
+                file,
+            )
+        spans.append((begin, end, name))
+        tensors[name] = TensorInfo(
+            name, dtype, tuple(shape), end - begin, file, (data_start + begin, data_start + end)
+        )
+    _check_coverage(spans, data_len, file)
+    return tensors, {str(k): str(v) for k, v in metadata.items()}
+
+
+def _check_coverage(spans: list[tuple[int, int, str]], data_len: int, file: Path) -> None:
+    """Tensors must tile the data section exactly, as safetensors itself demands on load.
+
+    Sorted by start, any overlap shows up between neighbours (a span that starts inside an
+    earlier one starts inside its successor too), so one pass finds overlaps and gaps.
+    """
+    spans.sort()
+    for (_b0, e0, n0), (b1, _e1, n1) in itertools.pairwise(spans):
+        if b1 < e0:
+            raise KitError(f"tensors {n0!r} and {n1!r} overlap in the data section", file)
+        if b1 > e0:
+            raise KitError(
+                f"gap of {b1 - e0} bytes before tensor {n1!r} in the data section "
+                "(safetensors refuses such a file)",
+                file,
+            )
+    covered = spans[-1][1] if spans else 0
+    first = spans[0][0] if spans else 0
+    if first != 0 or covered != data_len:
+        raise KitError(
+            f"tensors cover bytes [{first}, {covered}) of a {data_len}-byte data section "
+            "(safetensors refuses a file it does not fully cover)",
+            file,
+        )
+
+
+def _open_single(file: Path) -> Checkpoint:
+    tensors, meta = read_safetensors_header(file)
+    return Checkpoint(file, "safetensors", [file], tensors, _config_beside(file.parent), meta)
+
+
+def _open_index(index: Path) -> Checkpoint:
+    try:
+        data = json.loads(index.read_text())
+        weight_map = data["weight_map"]
+        if not isinstance(weight_map, dict) or not all(
+            isinstance(v, str) for v in weight_map.values()
+        ):
+            raise TypeError
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError):
+        raise KitError(
+            "not a valid safetensors index (needs a JSON object with 'weight_map')", index
+        ) from None
+    folder = index.parent
+    shard_names = sorted(set(weight_map.values()))
+    tensors: dict[str, TensorInfo] = {}
+    files = []
+    for shard in shard_names:
+        if Path(shard).is_absolute() or ".." in Path(shard).parts:
+            raise KitError(f"index names shard {shard!r} outside its folder", index)
+        shard_path = folder / shard
+        if not shard_path.is_file():
+            raise KitError(f"index names shard {shard!r}, which does not exist", index)
+        files.append(shard_path)
+        shard_tensors, _ = read_safetensors_header(shard_path)
+        tensors.update(shard_tensors)
+    for name, shard in weight_map.items():
+        info = tensors.get(name)
+        if info is None or info.file.name != Path(shard).name:
+            raise KitError(
+                f"index maps {name!r} to {shard!r}, but that shard does not hold it", index
+            )
+    extra = set(tensors) - set(weight_map)
+    if extra:
+        raise KitError(f"shards hold tensors the index does not list: {sorted(extra)[:3]}", index)
+    return Checkpoint(folder, "sharded", files, tensors, _config_beside(folder))
+
+
+def _load_pickle(file: Path) -> dict:
+    """torch.load with weights_only=True: a pickle that tries to run code is refused, not run."""
+    import pickle
+    import zipfile
+
+    if not zipfile.is_zipfile(file):
+        raise KitError(
+            "not a torch.save zip archive (a legacy or plain pickle is refused: "
+            "only zip archives are read, with weights_only=True)",
+            file,
+        )
+    import torch
+
+    try:
+        obj = torch.load(str(file), map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else "refused"
+        raise KitError(f"refused to unpickle (weights_only): {first}", file) from None
+    except Exception as e:  # any failure to parse a zip archive is bad input, not a kit bug
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise KitError(f"not a readable torch checkpoint: {msg}", file) from None
+    if isinstance(obj, dict) and "state_dict" in obj and isinstance(obj["state_dict"], dict):
+        obj = obj["state_dict"]
+    if not isinstance(obj, dict) or not all(isinstance(k, str) for k in obj):
+        raise KitError("torch file does not hold a state dict (name -> tensor)", file)
+    return obj
+
+
+_TORCH_TO_ST = {
+    "torch.bfloat16": "BF16",
+    "torch.float16": "F16",
+    "torch.float32": "F32",
+    "torch.float64": "F64",
+    "torch.int64": "I64",
+    "torch.int32": "I32",
+    "torch.int16": "I16",
+    "torch.int8": "I8",
+    "torch.uint8": "U8",
+    "torch.bool": "BOOL",
+}
+
+
+def _open_pickle(file: Path) -> Checkpoint:
+    state = _load_pickle(file)
+    import torch
+
+    tensors = {}
+    for name, t in state.items():
+        if not isinstance(t, torch.Tensor):
+            continue
+        dtype = _TORCH_TO_ST.get(str(t.dtype), str(t.dtype))
+        tensors[name] = TensorInfo(name, dtype, tuple(t.shape), t.numel() * t.element_size(), file)
+    return Checkpoint(file, "pickle", [file], tensors, _config_beside(file.parent))
+
+
+def _resolve_hf_cache(repo_id: str) -> Path | None:
+    """A repo id such as `org/name` found in the local Hugging Face cache (never downloads)."""
+    if repo_id.count("/") != 1 or repo_id.startswith(("/", ".")):
+        return None
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import LocalEntryNotFoundError
+    except ImportError:  # pragma: no cover - huggingface_hub is in requirements
+        return None
+    try:
+        return Path(snapshot_download(repo_id, local_files_only=True))
+    except (LocalEntryNotFoundError, ValueError, OSError):
+        return None
+
+
+def total_bytes(ck: Checkpoint) -> int:
+    return sum(t.nbytes for t in ck.tensors.values())
+
+
+# --- statistics from tensor bytes (only on request) ---------------------------------------------
+
+# Bytes read per step when streaming a tensor: memory stays flat whatever the tensor's size.
+STATS_CHUNK_BYTES = 1 << 20
+# A sampled read takes this many bytes of each tensor, in SAMPLE_WINDOWS evenly spaced windows
+# (smaller tensors are read whole): 16 MiB for a 16-tensor draft whatever its size, enough
+# values (512 Ki BF16) that the init tests below see the statistics of the whole tensor.
+SAMPLE_BYTES = 1 << 20
+SAMPLE_WINDOWS = 16
+_ST_TO_TORCH = {
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I8": "int8",
+    "I16": "int16",
+    "U16": "uint16",
+    "I32": "int32",
+    "U32": "uint32",
+    "I64": "int64",
+    "U64": "uint64",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "F32": "float32",
+    "F64": "float64",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E8M0": "float8_e8m0fnu",
+}
+
+
+@dataclass(frozen=True)
+class TensorStats:
+    """Summary statistics of one tensor's values (over its finite values; NaN/Inf counted).
+
+    `values_read` is how many values the statistics come from: `numel` after a full read, fewer
+    after a sampled one (then min, max and the NaN/Inf counts are those of the sample)."""
+
+    name: str
+    dtype: str
+    numel: int
+    min: float
+    max: float
+    mean: float
+    std: float
+    excess_kurtosis: float  # 0 for a Gaussian, -1.2 for a uniform distribution
+    nan: int
+    inf: int
+    values_read: int
+
+    @property
+    def absmax(self) -> float:
+        return max(abs(self.min), abs(self.max))
+
+    @property
+    def sampled(self) -> bool:
+        return self.values_read < self.numel
+
+    def to_dict(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+class _Moments:
+    """Running power sums in float64, fed chunk by chunk."""
+
+    def __init__(self) -> None:
+        self.n = self.nan = self.inf = 0
+        self.sums = [0.0, 0.0, 0.0, 0.0]
+        self.lo, self.hi = math.inf, -math.inf
+
+    def add(self, chunk) -> None:
+        import torch
+
+        x = chunk.reshape(-1).to(torch.float64)
+        nan = torch.isnan(x)
+        inf = torch.isinf(x)
+        self.nan += int(nan.sum())
+        self.inf += int(inf.sum())
+        x = x[~(nan | inf)]
+        if x.numel() == 0:
+            return
+        self.n += x.numel()
+        p = x.clone()
+        for k in range(4):
+            self.sums[k] += float(p.sum())
+            if k < 3:
+                p *= x
+        self.lo = min(self.lo, float(x.min()))
+        self.hi = max(self.hi, float(x.max()))
+
+    def result(self, info: TensorInfo) -> TensorStats:
+        n = self.n
+        if n == 0:
+            m1 = std = kurt = lo = hi = math.nan
+        else:
+            m1, m2, m3, m4 = (s / n for s in self.sums)
+            var = max(m2 - m1 * m1, 0.0)
+            central4 = m4 - 4 * m1 * m3 + 6 * m1 * m1 * m2 - 3 * m1**4
+            kurt = central4 / (var * var) - 3.0 if var > 0 else math.nan
+            std = math.sqrt(var * n / (n - 1)) if n > 1 else 0.0
+            lo, hi = self.lo, self.hi
+        return TensorStats(
+            name=info.name,
+            dtype=info.dtype,
+            numel=info.numel,
+            min=lo,
+            max=hi,
+            mean=m1,
+            std=std,
+            excess_kurtosis=kurt,
+            nan=self.nan,
+            inf=self.inf,
+            values_read=n + self.nan + self.inf,
+        )
+
+
+def sample_spans(numel: int, sample_values: int | None) -> list[tuple[int, int]]:
+    """Element ranges [start, stop) to read: the whole tensor, or SAMPLE_WINDOWS windows spread
+    evenly from its first value to its last when it holds more than `sample_values` values."""
+    if sample_values is None or numel <= sample_values:
+        return [(0, numel)]
+    width = max(sample_values // SAMPLE_WINDOWS, 1)
+    last = numel - width
+    starts = sorted({k * last // (SAMPLE_WINDOWS - 1) for k in range(SAMPLE_WINDOWS)})
+    return [(start, start + width) for start in starts]
+
+
+def tensor_stats(
+    ck: Checkpoint,
+    name: str,
+    chunk_bytes: int = STATS_CHUNK_BYTES,
+    sample_bytes: int | None = None,
+) -> TensorStats:
+    """Statistics of one tensor, streamed from disk in chunks (safetensors) so memory stays flat;
+    with `sample_bytes`, of evenly spaced windows totalling about that many bytes."""
+    import torch
+
+    info = ck.tensors[name]
+    if info.dtype not in _ST_TO_TORCH:
+        raise KitError(f"no statistics for dtype {info.dtype} (tensor {name!r})", info.file)
+    item = DTYPE_SIZES[info.dtype]
+    spans = sample_spans(info.numel, None if sample_bytes is None else sample_bytes // item)
+    step = max(chunk_bytes // item, 1)
+    moments = _Moments()
+    if info.offsets is None:
+        flat = ck.read_tensor(name).reshape(-1)
+        for start, stop in spans:
+            for i in range(start, stop, step):
+                moments.add(flat[i : min(i + step, stop)])
+        return moments.result(info)
+    dtype = getattr(torch, _ST_TO_TORCH[info.dtype])
+    with open(info.file, "rb") as f:
+        for start, stop in spans:
+            f.seek(info.offsets[0] + start * item)
+            left = (stop - start) * item
+            while left:
+                buf = f.read(min(step * item, left))
+                if not buf:
+                    raise KitError(f"file ends inside tensor {name!r}", info.file)
+                left -= len(buf)
+                moments.add(torch.frombuffer(bytearray(buf), dtype=dtype))
+    return moments.result(info)
+
+
+def checkpoint_stats(
+    ck: Checkpoint, names: list[str] | None = None, sample_bytes: int | None = None
+) -> dict[str, TensorStats]:
+    """Statistics of every tensor (or `names`) whose dtype torch can read: from every byte, or
+    from about `sample_bytes` of each (`SAMPLE_BYTES`: a bounded read whatever the size)."""
+    import torch
+
+    torch.set_num_threads(1)
+    chosen = names if names is not None else list(ck.tensors)
+    if ck.kind == "pickle":
+        state = _load_pickle(ck.files[0])  # one load (mapped), not one per tensor
+        out = {}
+        for n in chosen:
+            info = ck.tensors[n]
+            flat = state[n].reshape(-1)
+            item = flat.element_size()
+            moments = _Moments()
+            for start, stop in sample_spans(
+                flat.numel(), None if sample_bytes is None else sample_bytes // item
+            ):
+                moments.add(flat[start:stop])
+            out[n] = moments.result(info)
+        return out
+    return {
+        n: tensor_stats(ck, n, sample_bytes=sample_bytes)
+        for n in chosen
+        if ck.tensors[n].dtype in _ST_TO_TORCH
+    }
+
+
+# A value this large in a weight is not learned: it is leftover memory (torch.empty) or divergence.
+HUGE_VALUE = 1e6
+
+
+def looks_untrained(
+    info: TensorInfo, stats: TensorStats, initializer_range: float = 0.02
+) -> str | None:
+    """Why this tensor looks like it never left its initial value (or was never written), if so.
+
+    Tests, in order: NaN/Inf or huge values (uninitialised memory), an RMSNorm weight of all ones
+    (its init), one repeated value, and a linear weight whose statistics match a fresh init: normal
+    with std = initializer_range (HF `_init_weights`) or kaiming-uniform (torch `nn.Linear`).
+    """
+    if info.dtype not in FLOAT_DTYPES:
+        return None  # d2t / t2d and other index tensors: constant values can be legitimate
+    if stats.nan or stats.inf:
+        return f"{stats.nan} NaN and {stats.inf} Inf values: uninitialised memory or a diverged run"
+    finite = stats.values_read
+    if finite and stats.absmax > HUGE_VALUE:
+        return f"values up to {stats.absmax:.3g}: looks like uninitialised memory"
+    if finite < 2:
+        return None
+    if stats.min == stats.max:
+        if stats.min == 1.0 and len(info.shape) == 1 and "norm" in info.name:
+            return "all ones: an RMSNorm weight at its initial value"
+        return f"every value is {stats.min:g}: one repeated value"
+    if len(info.shape) == 2 and finite >= 256:
+        return _fresh_linear_init(info, stats, initializer_range)
+    return None
+
+
+def _fresh_linear_init(info: TensorInfo, s: TensorStats, initializer_range: float) -> str | None:
+    n = s.values_read  # the tolerances are those of the values the statistics come from
+    # sampling noise of the std and mean estimates, plus a margin a trained weight leaves behind
+    rel = 0.03 + 4 / math.sqrt(2 * n)
+    kurt_tol = 0.3 + 4 * math.sqrt(24 / n)
+    centred = abs(s.mean) < 4 * s.std / math.sqrt(n) + 1e-3 * s.std
+    if not centred:
+        return None
+    if abs(s.std / initializer_range - 1) < rel and abs(s.excess_kurtosis) < kurt_tol:
+        return (
+            f"mean {s.mean:.2g}, std {s.std:.4g} ≈ initializer_range {initializer_range}, "
+            f"Gaussian (excess kurtosis {s.excess_kurtosis:.2f}): matches a fresh normal init"
+        )
+    bound = 1 / math.sqrt(info.shape[1])
+    if (
+        abs(s.std / (bound / math.sqrt(3)) - 1) < rel
+        and s.absmax <= bound * 1.01
+        and abs(s.excess_kurtosis + 1.2) < kurt_tol
+    ):
+        return (
+            f"uniform within ±{bound:.4g} = 1/sqrt(in_features {info.shape[1]}), std {s.std:.4g}: "
+            "matches torch's fresh kaiming-uniform nn.Linear init"
+        )
+    return None

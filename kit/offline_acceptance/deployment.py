@@ -1,0 +1,192 @@
+"""Offline acceptance as deployed, the healthy wiring it is judged against, and the what-ifs.
+
+  * `healthy(...)`: what the draft should reach: every tensor loaded, the target states it was
+    trained on concatenated through `fc`, the `d2t` map used.
+  * `as_deployed(..., engine, aux_capture=None, target_class=None)`: what the user's deployment
+    runs: the release's load, its aux capture for the target class (on unless the deployment
+    says it is off, or the release cannot capture for that class). Given `against=` a healthy
+    row, the difference and its interval; below healthy beyond the prompts' noise is a finding.
+  * `fault_matrix(..., release)`: the incident's what-if section, its own result: the release
+    with aux capture off, on, and after the kit's own fix (`kit.load.rewrite`), each against healthy.
+    Its rows never stand for the deployment.
+  * `prompt_format_gap(...)`: the same prompts raw and through the target's chat template.
+
+Every call returns rows (`OfflineRow`): a result, or the finding that says why the release
+cannot run that wiring; one row that cannot run never stops the others.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.files import open_checkpoint
+from kit.errors import KitError
+from kit.findings import Finding, Severity
+from kit.offline_acceptance.intervals import Comparison
+from kit.offline_acceptance.measure import Options, default_label, evaluate
+from kit.offline_acceptance.prompts import Prompt, PromptFormat
+from kit.offline_acceptance.result import OfflineRow, compare
+from kit.offline_acceptance.target import load_target
+
+
+def healthy(target_dir: str | Path, draft_dir: str | Path, **kw) -> OfflineRow:
+    """The healthy wiring's row (label "healthy"); `kw` as `evaluate`'s."""
+    return evaluate(target_dir, draft_dir, None, label="healthy", **kw)
+
+
+def as_deployed(
+    target_dir: str | Path,
+    draft_dir: str | Path,
+    engine: str,
+    *,
+    aux_capture: bool | None = None,
+    target_class: str | None = None,
+    against: OfflineRow | None = None,
+    **kw,
+) -> OfflineRow:
+    """The deployment's row: `engine`'s load and capture for the target class (`aux_capture`
+    False: the deployment captures nothing). Counted as `engine` counts unless `count_as` says
+    otherwise; `against` (a healthy row counted the same way) adds the comparison."""
+    kw.setdefault("count_as", engine)
+    row = evaluate(
+        target_dir, draft_dir, engine, aux_capture=aux_capture, target_class=target_class, **kw
+    )
+    row.label = f"as deployed: {default_label(row.wiring)}"
+    if against is not None:
+        judge(row, against)
+    return row
+
+
+def judge(row: OfflineRow, healthy_row: OfflineRow) -> None:
+    """Set `row.vs_healthy`; a figure below healthy beyond the noise adds a finding to the row."""
+    if row.result is None or healthy_row.result is None:
+        return
+    a, b = healthy_row.result.settings, row.result.settings
+    if (a.counted_as, a.temperature, a.k) != (b.counted_as, b.temperature, b.k):
+        raise KitError(
+            f"cannot compare {row.label!r} with healthy: counted as {b.counted_as} at k={b.k}, "
+            f"temperature {b.temperature:g} against {a.counted_as}, k={a.k}, {a.temperature:g}"
+        )
+    c = compare(healthy_row.result, row.result, healthy_row.label, row.label)
+    row.vs_healthy = c
+    if c.beyond_noise and c.difference < 0:
+        row.findings.append(_below_healthy(row, c))
+
+
+def _below_healthy(row: OfflineRow, c: Comparison) -> Finding:
+    result = row.result
+    assert result is not None and row.wiring is not None
+    return Finding(
+        code="OFFLINE_BELOW_HEALTHY",
+        severity=Severity.ERROR,
+        title=f"offline accept len {c.b:.2f} {result.accept_len_ci} is {-c.difference:.2f} below "
+        f"the healthy wiring's {c.a:.2f}, beyond the prompts' noise",
+        evidence=(c.sentence(), *row.wiring.describe()),
+        fix="the wiring differs from the draft's training: fix the load and hidden-state "
+        "findings, then measure again",
+        engine=None if row.wiring.healthy else str(row.wiring.release),
+        data=c.to_dict(),
+    )
+
+
+def fault_matrix(
+    target_dir: str | Path,
+    draft_dir: str | Path,
+    release: str = "sglang==0.5.10",
+    *,
+    target_class: str | None = None,
+    prompts: list[Prompt] | str | Path | None = None,
+    target=None,
+    healthy_row: OfflineRow | None = None,
+    **options,
+) -> list[OfflineRow]:
+    """Healthy, then the incident on `release` (aux capture off), capture on, and both again
+    after the kit's own fix (`kit.load.rewrite.plan_fix` + `write_fixed` into a temporary folder; no
+    fix rows when the release loads the draft as it is). Every row is counted as `release`
+    counts, so the rows compare; each carries its comparison with healthy (`healthy_row`, when
+    already measured on the same prompts with the same options, is reused)."""
+    options["count_as"] = options.get("count_as") or release
+    opts = Options(**options)  # every option checked before any row runs
+    if target is None:
+        target = load_target(target_dir, opts.device, opts.device_map)
+    common = {"prompts": prompts, "target": target, **options}
+    reference = healthy_row or healthy(target_dir, draft_dir, **common)
+    rows = [reference]
+
+    def add(label: str, draft: str | Path, aux_capture: bool) -> None:
+        row = evaluate(
+            target_dir,
+            draft,
+            release,
+            aux_capture=aux_capture,
+            target_class=target_class,
+            label=label,
+            **common,
+        )
+        judge(row, reference)
+        rows.append(row)
+
+    add(f"{release}, aux capture off", draft_dir, False)
+    add(f"{release}, aux capture on", draft_dir, True)
+    from kit.load.rewrite import plan_fix, write_fixed
+
+    ck = open_checkpoint(draft_dir)
+    try:
+        plan = plan_fix(ck, load_draft_config(draft_dir), release)
+    except KitError as e:
+        rows.append(OfflineRow(f"{release} after kit fix", None, crash=_no_fix(release, e)))
+        return rows
+    if plan.changes_anything:
+        what = ", ".join(["rename"] * bool(plan.renames) + ["config.json"] * bool(plan.config))
+        with tempfile.TemporaryDirectory() as tmp:
+            fixed = write_fixed(ck, plan, Path(tmp) / "fixed")
+            add(f"{release} after kit fix ({what}), aux capture off", fixed, False)
+            add(f"{release} after kit fix ({what}), aux capture on", fixed, True)
+    return rows
+
+
+def _no_fix(release: str, e: KitError) -> Finding:
+    return Finding(
+        code="FIX_REFUSED",
+        severity=Severity.ERROR,
+        title=f"the kit cannot write a fix for {release}: {e}",
+        fix=f"see `python -m kit fix DRAFT --engine {release}` for what it would need",
+        engine=release,
+    )
+
+
+def prompt_format_gap(
+    target_dir: str | Path,
+    draft_dir: str | Path,
+    *,
+    raw: OfflineRow | None = None,
+    **kw,
+) -> Comparison | None:
+    """Healthy wiring on the same prompts raw and through the target's chat template (chat
+    against raw); `raw` reuses a healthy row already measured on raw prompts. None when a row
+    has no figure."""
+    kw.pop("prompt_format", None)
+    raw = raw or healthy(target_dir, draft_dir, prompt_format=PromptFormat.RAW, **kw)
+    chat = healthy(target_dir, draft_dir, prompt_format=PromptFormat.CHAT, **kw)
+    if raw.result is None or chat.result is None:
+        return None
+    return compare(raw.result, chat.result, "raw prompts", "chat-template prompts")
+
+
+def format_gap_finding(c: Comparison) -> Finding:
+    """A deployment check's quote of the gap: a warning when chat prompts lose acceptance beyond
+    the noise (the draft did not learn the template a chat endpoint sends), else information."""
+    lower = c.beyond_noise and c.difference < 0
+    return Finding(
+        code="OFFLINE_PROMPT_FORMAT_GAP",
+        severity=Severity.WARNING if lower else Severity.INFO,
+        title=f"offline accept len {c.b:.2f} with the chat template, {c.a:.2f} on raw prompts"
+        + (": the draft loses acceptance on chat requests" if lower else ""),
+        evidence=(c.sentence(),),
+        fix="train (or fine-tune) the draft on prompts rendered with the target's chat template"
+        if lower
+        else "",
+        data=c.to_dict(),
+    )

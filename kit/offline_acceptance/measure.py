@@ -1,0 +1,366 @@
+"""Offline acceptance of an EAGLE-3 draft on its target: the measurement.
+
+`evaluate(target_dir, draft_dir, engine)` runs what a server does with `topk = 1`: chain drafting
+of `k` tokens, verification by the target (greedy, or speculative sampling at a temperature),
+`a` = the leading drafted tokens accepted, `a + 1` tokens emitted per verify step. The text a
+server emits does not depend on the draft (greedy verification emits the target's greedy
+continuation, speculative sampling text distributed as the target's own sampling), so:
+
+  1. the target continues each prompt once (greedy, or sampled with a seeded generator);
+  2. one target pass over prompt + continuation gives the hidden states the draft is fed and,
+     when sampling, the target's probability of each emitted token;
+  3. the draft's chains run from every position at once along that text (`kit.tracing.draft.ChainCache`)
+     and give, for each drafted token, the probability it is accepted (`kit.offline_acceptance.sampling`);
+  4. each prompt's verify steps are walked: exact counts when greedy, one seeded draw per drafted
+     token when sampling.
+
+What reaches the draft (its weights, the hidden state, the vocabulary map) is planned by the
+other analyses (`kit.offline_acceptance.wiring`); a wiring the release cannot run is a row with its crash
+finding, never a failed run. Prompts are bounded line completions (free-running greedy text falls
+into loops that inflate acceptance): each completion stops at a stop token or after
+`max_new_tokens`. Engines count the verify step that reaches that last token differently (each
+engine's `acceptance.STOP_COUNTING`), so the figures count it as one named release does:
+`engine` unless `count_as` says otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+
+from kit.checkpoint.config import load_draft_config, load_target_config
+from kit.checkpoint.files import open_checkpoint
+from kit.checkpoint.inspection import check_pair
+from kit.engines import ENGINES, EngineRelease, Row, parse_engine, pick
+from kit.errors import KitError
+from kit.offline_acceptance.intervals import CONFIDENCE, RESAMPLES
+from kit.offline_acceptance.prompts import Prompt, PromptFormat, chat_prompts, resolve_prompts
+from kit.offline_acceptance.result import OfflineResult, OfflineRow, Settings, verdict
+from kit.offline_acceptance.sampling import Counts, Sampler, accept_probability, walk
+from kit.offline_acceptance.target import (
+    DeviceMap,
+    check_device,
+    input_device,
+    load_target,
+    peak_memory,
+    reset_peak_memory,
+)
+from kit.offline_acceptance.wiring import HEALTHY_RELEASE, Feed, Wiring, load_draft, plan_wiring
+from kit.tracing.draft import ChainCache, Eagle3Draft
+
+PROGRESS_MIN_GROUPS = 8  # a progress bar (on a terminal only) from this many prompt groups on
+
+
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """How to measure: chain length, verification, prompts, counting, hardware, intervals."""
+
+    k: int = 5  # drafted tokens per verify step
+    max_new_tokens: int = 24  # a completion's length limit
+    temperature: float = 0.0  # 0: greedy verification; above: speculative sampling
+    top_p: float = 1.0
+    seed: int = 0  # sampling draws and bootstrap resamples
+    prompt_format: PromptFormat = PromptFormat.RAW
+    count_as: str | None = None  # whose stop counting (default: the wiring's release)
+    device: str = "cpu"  # the draft's device, and the target's unless device_map is given
+    device_map: DeviceMap | None = None  # spread the target over every visible device
+    threads: int | None = 1  # torch CPU threads for the run (figures repeat on a busy machine)
+    progress: bool = True
+    resamples: int = RESAMPLES
+    confidence: float = CONFIDENCE
+
+    def __post_init__(self) -> None:
+        problems = [
+            (self.k < 1, f"k must be at least 1, got {self.k}"),
+            (
+                self.max_new_tokens < 2,
+                f"max_new_tokens must be at least 2, got "
+                f"{self.max_new_tokens}: the prefill emits the first token, verify steps the rest",
+            ),
+            (not self.temperature >= 0, f"temperature must be 0 or above, got {self.temperature}"),
+            (not 0 < self.top_p <= 1, f"top_p must be in (0, 1], got {self.top_p}"),
+            (self.resamples < 100, f"resamples must be at least 100, got {self.resamples}"),
+            (
+                not 0.5 <= self.confidence < 1,
+                f"confidence must be in [0.5, 1), got {self.confidence}",
+            ),
+        ]
+        for bad, message in problems:
+            if bad:
+                raise KitError(message)
+        try:
+            object.__setattr__(self, "prompt_format", PromptFormat(self.prompt_format))
+            if self.device_map is not None:
+                object.__setattr__(self, "device_map", DeviceMap(self.device_map))
+        except ValueError as e:
+            raise KitError(str(e)) from None
+
+    @property
+    def sampler(self) -> Sampler:
+        return Sampler(self.temperature, self.top_p)
+
+
+def evaluate(
+    target_dir: str | Path,
+    draft_dir: str | Path,
+    engine: str | None = None,
+    *,
+    aux_capture: bool | None = None,
+    target_class: str | None = None,
+    aux_layers: Sequence[int] | None = None,
+    use_d2t: bool = True,
+    prompts: list[Prompt] | str | Path | None = None,
+    target=None,
+    label: str | None = None,
+    **options,
+) -> OfflineRow:
+    """Offline acceptance of `draft_dir` on `target_dir`, wired as `engine` wires it for the
+    target class (None: the healthy wiring), with the what-ifs given; `options` are `Options`.
+
+    `prompts`: objects, a JSONL file, or None for `prompts.jsonl` beside the target. `target`: a
+    loaded target model to reuse across rows.
+    """
+    opts = Options(**options)
+    target_dir, draft_dir = Path(target_dir), Path(draft_dir)
+    check_device(opts.device)
+    counting = stop_counting(opts.count_as or engine or HEALTHY_RELEASE)
+    target_cfg = load_target_config(target_dir)
+    given = resolve_prompts(prompts, target_dir, target_cfg.vocab_size)
+    sent = given
+    if opts.prompt_format == PromptFormat.CHAT:
+        sent = chat_prompts(given, target_dir, target_cfg.vocab_size)
+    draft_cfg = load_draft_config(draft_dir)
+    plan = plan_wiring(
+        open_checkpoint(draft_dir),
+        draft_cfg,
+        target_cfg,
+        engine,
+        aux_capture=aux_capture,
+        target_class=target_class,
+        aux_layers=aux_layers,
+        use_d2t=use_d2t,
+    )
+    findings = plan.findings + check_pair(target_cfg, draft_cfg)
+    label = label or default_label(plan.wiring)
+    if plan.crash is not None:
+        return OfflineRow(label, plan.wiring, crash=plan.crash, findings=findings)
+    with _threads(opts.threads):
+        if target is None:
+            target = load_target(target_dir, opts.device, opts.device_map)
+        draft = load_draft(draft_dir, plan, target, opts.device)
+        key = hash(tuple(tuple(p.ids) for p in given))  # chat-rendered or raw: same prompts
+        result = measure(target, draft, plan.wiring, sent, opts, counting, key)
+    result.findings = [*findings, verdict(result)]
+    return OfflineRow(label, result.wiring, result, findings=list(result.findings))
+
+
+def stop_counting(release: str) -> tuple[EngineRelease, Row[bool]]:
+    """Whether `release` counts drafts verified past a request's last token, and the rule."""
+    counter = parse_engine(release)
+    return counter, pick(ENGINES[counter.name].acceptance.STOP_COUNTING, counter)
+
+
+def default_label(w: Wiring) -> str:
+    if w.healthy and not w.what_if:
+        return "healthy"
+    base = (
+        "healthy" if w.healthy else f"{w.release}, aux capture {'on' if w.aux_capture else 'off'}"
+    )
+    return ", ".join([base, *w.what_if])
+
+
+# ---------------------------------------------------------------------------------------------
+# The measurement.
+
+
+def measure(
+    target,
+    draft: Eagle3Draft,
+    wiring: Wiring,
+    prompts: list[Prompt],
+    opts: Options,
+    counting: tuple[EngineRelease, Row[bool]],
+    prompts_key: int,
+) -> OfflineResult:
+    """Every prompt's verify steps under one wiring (module doc, steps 1-4)."""
+    (counter, rule), sampler = counting, opts.sampler
+    past_stop = rule.value
+    generator = torch.Generator().manual_seed(opts.seed)
+    here, there = input_device(target), torch.device(opts.device)
+    groups: dict[int, list[int]] = defaultdict(list)  # equal-length prompts run as one batch
+    for i, pr in enumerate(prompts):
+        groups[len(pr.ids)].append(i)
+    per_prompt = [Counts() for _ in prompts]
+    fc_applied, t0 = False, time.perf_counter()
+    reset_peak_memory()
+    bar = _progress(opts.progress and len(groups) >= PROGRESS_MIN_GROUPS, len(prompts), wiring)
+    with torch.inference_mode():
+        for length, members in sorted(groups.items()):
+            ids = torch.tensor([prompts[i].ids for i in members], device=here)
+            new = opts.max_new_tokens + (opts.k if past_stop else 0)
+            seq = torch.cat([ids.cpu(), continuation(target, ids, new, sampler, generator)], 1)
+            fed, p_next = target_pass(target, seq.to(here), wiring, sampler, there)
+            accept_p, fc = chain_acceptance(draft, seq.to(there), fed, opts.k, sampler, p_next)
+            accept_p, fc_applied = accept_p.cpu(), fc_applied or fc
+            draws = (
+                torch.zeros_like(accept_p)
+                if sampler.greedy
+                else torch.rand(accept_p.shape, generator=generator)
+            )
+            for b, i in enumerate(members):
+                done = completion_len(
+                    seq[b, length:].tolist(), prompts[i].stop_ids, opts.max_new_tokens
+                )
+                per_prompt[i] = walk(accept_p[b], draws[b], length, length + done, past_stop)
+            bar.update(len(members))
+    bar.close()
+    if not any(c.steps for c in per_prompt):
+        raise KitError("no verify step ran: every completion ended at its first token")
+    resources = {"seconds": round(time.perf_counter() - t0, 3), **peak_memory()}
+    return OfflineResult(
+        replace(wiring, fc_applied=fc_applied),
+        _settings(opts, counter, rule),
+        per_prompt,
+        prompts_key,
+        resources=resources,
+    )
+
+
+def _settings(opts: Options, counter: EngineRelease, rule: Row[bool]) -> Settings:
+    where = opts.device if opts.device_map is None else f"{opts.device}, target {opts.device_map}"
+    return Settings(
+        k=opts.k,
+        prompt_format=str(opts.prompt_format),
+        temperature=opts.temperature,
+        top_p=opts.top_p,
+        seed=opts.seed,
+        max_new_tokens=opts.max_new_tokens,
+        counted_as=str(counter),
+        counting=rule.source,
+        device=where,
+        resamples=opts.resamples,
+        confidence=opts.confidence,
+    )
+
+
+def continuation(
+    target, ids: torch.Tensor, new_tokens: int, sampler: Sampler, generator: torch.Generator
+) -> torch.Tensor:
+    """The target's own continuation of a batch of equal-length prompts, `new_tokens` long, on
+    the CPU: what the server emits whatever the draft proposes (stop tokens do not stop it)."""
+    out = target(input_ids=ids, use_cache=True)
+    tokens = []
+    for i in range(new_tokens):
+        nxt = sampler.draw(out.logits[:, -1], generator)
+        tokens.append(nxt)
+        if i + 1 < new_tokens:
+            out = target(
+                input_ids=nxt[:, None].to(ids.device),
+                past_key_values=out.past_key_values,
+                use_cache=True,
+            )
+    return torch.stack(tokens, 1)
+
+
+def target_pass(
+    target, seq: torch.Tensor, wiring: Wiring, sampler: Sampler, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """What the draft is fed over `seq` (on `device`) and, when sampling, the target's
+    probability of each next token of `seq` (`[B, T-1]`)."""
+    out = target(input_ids=seq, output_hidden_states=True)
+    hs = out.hidden_states  # [embeddings, after layer 1, …, final (post-norm in transformers)]
+    if wiring.feeds == Feed.FINAL_HIDDEN_POST_NORM:
+        fed = hs[-1].to(device)
+    else:
+        fed = torch.cat([hs[i].to(device) for i in wiring.layers], -1)
+    if sampler.greedy:
+        return fed, None
+    return fed, sampler.probability_of(out.logits[:, :-1], seq[:, 1:]).to(device)
+
+
+def chain_acceptance(
+    draft: Eagle3Draft,
+    seq: torch.Tensor,
+    fed: torch.Tensor,
+    k: int,
+    sampler: Sampler,
+    p_next: torch.Tensor | None,
+) -> tuple[torch.Tensor, bool]:
+    """P(accept | emitted) `[B, T-1, k]` for the chain that starts at every row, and whether fc
+    ran. Row t starts from the target's state at t and token t+1; step j drafts token t+2+j and
+    is fed the token the server emitted there (the drafted one, whenever it was accepted)."""
+    rows = seq.shape[1] - 1
+    pos = torch.arange(rows, device=seq.device)
+    cache = ChainCache(len(draft.model.decoder_layers()))
+    dtype = draft.model.fc.weight.dtype  # a GPU target may run in bf16; the draft runs in fp32
+    emitted = torch.nn.functional.pad(seq, (0, k + 1), value=-1)  # -1: past the sequence
+    if p_next is not None:
+        p_next = torch.nn.functional.pad(p_next, (0, k + 2), value=1.0)
+    index = draft_index(draft, int(seq.max()) + 1)
+    tokens, h, own, out, fc = seq[:, 1:], fed[:, :rows].to(dtype), False, [], False
+    for j in range(k):
+        logits, h = draft(tokens, h, pos + j, cache, own)
+        fc = fc or (j == 0 and bool(draft.fc_applied))
+        truth = emitted[:, 2 + j : 2 + j + rows]
+        if sampler.greedy:  # accepted iff the draft's token is the target's greedy one
+            out.append((draft.to_target_ids(logits.argmax(-1)) == truth).float())
+        else:
+            ids = torch.where(truth >= 0, index[truth.clamp_min(0)], -1)
+            q = sampler.probability_of(logits, ids)
+            out.append(accept_probability(q, p_next[:, 1 + j : 1 + j + rows]))
+        tokens, own = truth.clamp_min(0), True
+    return torch.stack(out, -1), fc
+
+
+def draft_index(draft: Eagle3Draft, vocab: int) -> torch.Tensor:
+    """For every target id, the draft id that proposes it (−1: outside the draft's vocabulary).
+    `d2t` maps draft ids one to one, as every trainer writes it."""
+    n = draft.cfg.effective_draft_vocab
+    device = draft.model.fc.weight.device
+    targets = draft.to_target_ids(torch.arange(n, device=device))
+    index = torch.full((max(vocab, int(targets.max()) + 1),), -1, dtype=torch.long, device=device)
+    index[targets] = torch.arange(n, device=device)
+    return index
+
+
+def completion_len(cont: list[int], stop_ids: list[int], max_new: int) -> int:
+    for i, t in enumerate(cont[:max_new]):
+        if t in stop_ids:
+            return i + 1
+    return max_new
+
+
+@contextmanager
+def _threads(n: int | None) -> Iterator[None]:
+    """Pin torch's CPU threads for the run (restored after); None leaves them alone."""
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _progress(enabled: bool, total: int, wiring: Wiring):
+    """A tqdm bar on a terminal only: in a pipe or a CI log it stays silent (`disable=None`).
+    It names the wiring it measures, so a notebook's several bars can be told apart."""
+    from tqdm.auto import tqdm
+
+    return tqdm(
+        total=total, desc=bar_label(wiring), unit="prompt", disable=None if enabled else True
+    )
+
+
+def bar_label(wiring: Wiring) -> str:
+    """`healthy`, or the release with its aux capture and what-ifs: what one bar measures."""
+    if wiring.healthy:
+        return "healthy"
+    parts = [str(wiring.release), f"aux capture {'on' if wiring.aux_capture else 'off'}"]
+    return ", ".join(parts + list(wiring.what_if))

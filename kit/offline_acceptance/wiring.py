@@ -1,0 +1,182 @@
+"""What reaches the draft in one offline run: its weights, the target's hidden state, its vocab map.
+
+Nothing here is hand-picked: the weights are what a release's loader leaves
+(`kit.load.replay.simulate_load`: silently dropped tensors stay at the engine's init), the hidden
+state is what that release's target hands over for the target class
+(`kit.tracing.capture.simulate_capture`: the aux states when it captures them, else its final post-norm
+state, so SGLang's width gate skips `fc`). A wiring the release cannot run at all (a start-up
+crash, an `fc` whose width does not match) is planned as such: the row reports the crash as a
+finding and is not measured.
+
+A release that refuses config.json as saved is measured as it serves the draft once config.json
+is rewritten in its form (`LoadReport.as_served`); its findings keep the refusal.
+
+The healthy wiring is what the draft was trained for: every tensor loaded (as `HEALTHY_RELEASE`,
+which reads the speculators layout and config as they are), the states it was trained on
+concatenated through `fc`, the `d2t` map used. What-ifs (`aux_layers`, `use_d2t=False`) change
+one thing on top of either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from kit.checkpoint.config import DraftConfig, TargetConfig, load_draft_config
+from kit.checkpoint.files import Checkpoint, open_checkpoint
+from kit.engines import EngineRelease, parse_engine
+from kit.engines.aux_ids import trained_layers
+from kit.errors import KitError
+from kit.findings import Finding, Severity
+from kit.load.replay import served_config, simulate_load
+from kit.load.report import LoadReport
+from kit.tracing.capture import Feed, simulate_capture
+from kit.tracing.draft import Eagle3Draft, build_draft, load_state
+
+HEALTHY_RELEASE = "vllm==0.11.2"  # reads speculators configs, layers.0.* keys and top-level ids
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What reaches the draft: whose load, which target states, which vocabulary map."""
+
+    release: EngineRelease  # loads the draft (and, unless healthy, captures the target's states)
+    healthy: bool
+    target_class: str
+    aux_capture: bool  # the target captures its aux states
+    feeds: Feed
+    layers: tuple[int, ...]  # target states (after k layers) concatenated, for Feed.AUX_CONCAT
+    use_d2t: bool = True
+    aux_capture_given: bool | None = None  # what the deployment said; None: the release's rule
+    what_if: tuple[str, ...] = ()  # what differs from the release's own wiring
+    fc_applied: bool | None = None  # as measured; None until the draft has run
+
+    def describe(self) -> tuple[str, ...]:
+        """The wiring as evidence lines a reader can scan."""
+        feed = str(self.feeds)
+        if self.feeds == Feed.AUX_CONCAT:
+            feed += f" (target states {list(self.layers)})"
+        fc = {True: "applied", False: "bypassed", None: "never runs"}[self.fc_applied]
+        if self.aux_capture_given is None:
+            why = f"the release's own rule for {self.target_class}"
+        elif self.aux_capture == self.aux_capture_given:
+            why = "as given for the deployment"
+        else:
+            why = (
+                f"what-if: the deployment was given it {'on' if self.aux_capture_given else 'off'}"
+            )
+        lines = [
+            "healthy wiring: every tensor loaded, the trained states through fc"
+            if self.healthy
+            else f"loaded as {self.release}; aux capture {'on' if self.aux_capture else 'off'} "
+            f"({why})",
+            f"draft fed: {feed}; fc {fc}",
+            f"d2t map {'used' if self.use_d2t else 'not used'}",
+        ]
+        return tuple(lines + [f"what-if: {w}" for w in self.what_if])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "release": str(self.release),
+            "healthy": self.healthy,
+            "target_class": self.target_class,
+            "aux_capture": self.aux_capture,
+            "aux_capture_given": self.aux_capture_given,
+            "feeds": str(self.feeds),
+            "layers": list(self.layers) if self.feeds == Feed.AUX_CONCAT else None,
+            "use_d2t": self.use_d2t,
+            "fc_applied": self.fc_applied,
+            "what_if": list(self.what_if),
+        }
+
+
+@dataclass
+class Plan:
+    """A wiring before it runs: the findings of its load and capture, and the crash, if any."""
+
+    wiring: Wiring
+    load: LoadReport
+    findings: list[Finding] = field(default_factory=list)
+    crash: Finding | None = None
+
+
+def plan_wiring(
+    ck: Checkpoint,
+    draft_cfg: DraftConfig,
+    target_cfg: TargetConfig,
+    engine: str | None = None,
+    *,
+    aux_capture: bool | None = None,
+    target_class: str | None = None,
+    aux_layers: Sequence[int] | None = None,
+    use_d2t: bool = True,
+) -> Plan:
+    """The healthy wiring (`engine` None) or the one `engine` sets up for the target class.
+
+    `aux_capture`: None follows the release's own rule for the class; False is a deployment
+    whose target captures nothing (`--no-aux-capture`).
+    """
+    release = parse_engine(engine or HEALTHY_RELEASE)
+    cls = target_class or target_cfg.architecture
+    load = simulate_load(ck, draft_cfg, release)
+    captured: list[Finding] = []
+    if engine is None:
+        layers = trained_layers(draft_cfg, target_cfg.num_hidden_layers)
+        wiring = Wiring(release, True, cls, True, Feed.AUX_CONCAT, tuple(layers), use_d2t)
+    else:
+        cap = simulate_capture(
+            target_cfg, draft_cfg, release, target_class=cls, aux_capture=aux_capture
+        )
+        captured = list(cap.findings)
+        wiring = Wiring(release, False, cls, cap.aux_capture, Feed(cap.feeds),
+                        tuple(cap.captured_layers), use_d2t, aux_capture)  # fmt: skip
+    wiring = _what_if(wiring, target_cfg, aux_layers)
+    # measured as the release serves the draft: under its own config form when it refuses the
+    # config as saved (the findings keep the refusal); only a server that does not start at all
+    # even then is a crash
+    served = load.as_served
+    crash = _load_crash(served) if served.crashed else None
+    if crash is None and wiring.feeds == Feed.CRASH:
+        crash = next(f for f in captured if f.severity == Severity.CRITICAL)
+    return Plan(wiring, load, list(load.findings) + captured, crash)
+
+
+def _what_if(wiring: Wiring, target_cfg: TargetConfig, aux_layers: Sequence[int] | None) -> Wiring:
+    changes = []
+    if aux_layers is not None:
+        n = target_cfg.num_hidden_layers
+        if any(not 0 <= i < n for i in aux_layers):
+            raise KitError(
+                f"aux layers {list(aux_layers)} outside 0 … {n - 1} for a {n}-layer target"
+            )
+        wiring = replace(wiring, feeds=Feed.AUX_CONCAT, layers=tuple(aux_layers))
+        changes.append(f"target states {list(aux_layers)} fed instead")
+    if not wiring.use_d2t:
+        changes.append("draft ids used as target ids (no d2t map)")
+    return replace(wiring, what_if=tuple(changes))
+
+
+def _load_crash(load: LoadReport) -> Finding:
+    """The finding that says why the release does not start with this draft."""
+    return next((f for f in load.findings if f.code == "STARTUP_CRASH"), None) or max(
+        load.findings,
+        key=lambda f: f.severity,
+        default=Finding(
+            code="STARTUP_CRASH",
+            severity=Severity.ERROR,
+            title=f"{load.engine} fails at start-up with this draft",
+            engine=load.engine,
+        ),
+    )
+
+
+def load_draft(draft_dir: str | Path, plan: Plan, target=None, device: str = "cpu") -> Eagle3Draft:
+    """The draft as the plan's release builds and loads it (dropped tensors left at its init)."""
+    release = plan.wiring.release
+    cfg, _ = served_config(load_draft_config(draft_dir), release)
+    draft = build_draft(cfg, release.name, release)
+    load_state(draft, open_checkpoint(draft_dir), plan.load, target=target)
+    draft.use_d2t = plan.wiring.use_d2t
+    return draft.to(device).eval()

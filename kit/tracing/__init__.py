@@ -1,0 +1,6 @@
+"""3. Hidden-state tracing: which target states reach the draft, at what width, and whether `fc` runs.
+
+- `capture`: the target layers a release captures for a target class;
+- `draft`: the reference EAGLE-3 draft module, with a named hook on every tensor that crosses a step;
+- `shapes`: the trace itself, at full scale on the meta device.
+"""

@@ -1,0 +1,297 @@
+"""`doctor`: every check of the notebooks in one call, without Jupyter, findings ranked.
+
+The same library calls the notebooks make (inspection, load replay, aux-capture trace, log analysis,
+offline acceptance), run on whatever inputs are given; a check whose input is absent is listed as
+skipped with the reason, so a verdict never hides what it did not look at.
+
+Evidence is reconciled before it is ranked: a server log with acceptance figures proves the server
+ran, so a config.json that release would refuse cannot be the one it served. The refusal then
+becomes a note (`CONFIG_NOT_SERVED`) and the keys are judged as the release loads them under its
+own config form (what `fix --for` writes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kit.engines import EngineRelease
+from kit.engines.vocab import Outcome
+from kit.errors import require_inputs
+from kit.findings import Finding, ranked
+
+if TYPE_CHECKING:
+    from kit.deployment import Served
+
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
+DEFAULT_ENGINE = "sglang==0.5.10"
+
+
+@dataclass
+class Diagnosis:
+    """The findings of every check that ran, root causes first, and the checks that did not."""
+
+    engine: str
+    checks: dict[str, list[Finding]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # check -> why
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def findings(self) -> list[Finding]:
+        seen: dict[tuple[str, str], Finding] = {}
+        for found in self.checks.values():
+            for f in found:
+                seen.setdefault((f.code, f.title), f)
+        return ranked(seen.values())
+
+    @property
+    def root_causes(self) -> list[Finding]:
+        return [f for f in self.findings if f.root_cause]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "checks_run": list(self.checks),
+            "checks_skipped": self.skipped,
+            "facts": self.facts,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def has_weights(path: Path) -> bool:
+    """A file, or a folder holding tensors (a folder with only config.json is a config)."""
+    return path.is_file() or any(any(path.glob(p)) for p in WEIGHT_PATTERNS)
+
+
+def diagnose(
+    draft: str | Path | None = None,
+    *,
+    target_config: str | Path | None = None,
+    draft_config: str | Path | None = None,
+    engine: str | None = None,
+    logs: Sequence[str | Path] = (),
+    baseline_log: str | Path | None = None,
+    target_class: str | None = None,
+    aux_capture: bool | None = None,
+    num_draft_tokens: int | None = None,
+    expected_accept_len: float | None = None,
+    target: str | Path | None = None,
+    num_prompts: int | None = None,
+    launch: str | Path | None = None,
+    train_tokenizer: str | Path | None = None,
+) -> Diagnosis:
+    """Run every check the inputs allow. `draft_config` (default: the draft's) is what is traced;
+    a transformers `target` adds offline acceptance, whose healthy figure becomes the expected
+    accept length the logs are judged against (unless `expected_accept_len` is given). A
+    `launch` line adds the deployment check and, without `engine`, names the release."""
+    from kit.engines import parse_engine, release_findings
+    from kit.load.findings import reconcile
+
+    require_inputs(draft, target_config, draft_config, *logs, baseline_log, target, train_tokenizer)
+    served = None
+    if launch is not None:
+        from kit.deployment.lines import read_served
+
+        served = read_served(launch, engine)
+    release = served.release if served else parse_engine(engine or DEFAULT_ENGINE)
+    report = Diagnosis(str(release))
+    if assumed := release_findings(release):
+        report.checks["release"] = assumed
+    draft = Path(draft) if draft is not None else None
+    runs = _parse_logs(logs, report.engine, num_draft_tokens) if logs else []
+    ran = any(r.window_count for r in runs)  # a log with acceptance figures: the server ran
+    _load(report, draft, release, server_ran=ran)
+    _capture(report, draft_config or draft, target_config, release, target_class, aux_capture)
+    if target is not None and draft is not None and has_weights(draft):
+        k = num_draft_tokens - 1 if num_draft_tokens and num_draft_tokens > 1 else None
+        findings, facts = offline(draft, target, release, aux_capture, num_prompts, target_class, k)
+        report.checks["offline"] = reconcile(findings, server_ran=ran)
+        report.facts.update(facts)
+        if expected_accept_len is None:
+            expected_accept_len = report.facts.get("offline_accept_len_healthy")
+    else:
+        report.skipped["offline"] = "needs a draft checkpoint and --target"
+    _acceptance(report, runs, baseline_log, num_draft_tokens, expected_accept_len)
+    traced = draft_config or draft
+    if served is not None or (target_config is not None and traced is not None):
+        observed = [r.accept_len.mean for r in runs if r.accept_len.mean is not None]
+        deployment(report, served, traced, target_config, train_tokenizer, observed)
+    else:
+        report.skipped["deployment"] = "no launch line, or no target config and draft given"
+    return report
+
+
+def _parse_logs(logs: Sequence[str | Path], engine: str, num_draft_tokens: int | None) -> list:
+    from kit.acceptance import parse_files
+
+    return parse_files([Path(p) for p in logs], engine=engine, num_draft_tokens=num_draft_tokens)
+
+
+def _load(report: Diagnosis, draft: Path | None, release: EngineRelease, server_ran: bool) -> None:
+    """Inspection and the load replay; with proof the server ran, a refused config is
+    reconciled (the config given is not the one served)."""
+    if draft is None or not has_weights(draft):
+        why = "no draft checkpoint given" if draft is None else "the draft path holds no weights"
+        report.skipped["inspection"] = report.skipped["load"] = why
+        return
+    from kit.checkpoint.config import load_draft_config
+    from kit.checkpoint.files import open_checkpoint
+    from kit.checkpoint.inspection import StatsRead, inspect_checkpoint
+    from kit.load.findings import served_findings
+    from kit.load.replay import simulate_load
+
+    inspection = inspect_checkpoint(draft, stats=StatsRead.SAMPLED)
+    report.checks["inspection"] = list(inspection.findings)
+    report.facts["format"] = inspection.format.name
+    load = simulate_load(open_checkpoint(draft), load_draft_config(draft), release)
+    report.checks["load"] = served_findings(load) if server_ran else list(load.findings)
+    report.facts["keys dropped silently"] = len(load.as_served.with_outcome(Outcome.DROPPED))
+
+
+def _capture(
+    report: Diagnosis,
+    traced: str | Path | None,
+    target_config: str | Path | None,
+    release: EngineRelease,
+    target_class: str | None,
+    aux_capture: bool | None,
+) -> None:
+    if target_config is None or traced is None:
+        report.skipped["capture"] = (
+            "no target config given" if target_config is None else "no draft or draft config given"
+        )
+        return
+    from kit.checkpoint.config import load_draft_config, load_target_config
+    from kit.tracing.capture import simulate_capture
+
+    target_cfg = load_target_config(target_config)
+    traced_cfg = load_draft_config(traced)
+    capture = simulate_capture(
+        target_cfg, traced_cfg, release, target_class=target_class, aux_capture=aux_capture
+    )
+    report.checks["capture"] = list(capture.findings)
+    report.facts.update(hidden_width=capture.hidden_width, fc_applied=capture.fc_applied)
+
+
+def _acceptance(
+    report: Diagnosis,
+    runs: list,
+    baseline_log: str | Path | None,
+    num_draft_tokens: int | None,
+    expected: float | None,
+) -> None:
+    if not runs:
+        report.skipped["acceptance"] = "no server log given"
+        return
+    from kit.acceptance import analyze
+
+    baseline = None
+    if baseline_log is not None:
+        baseline = _parse_logs([baseline_log], report.engine, num_draft_tokens)[0]
+    analysis = analyze(runs, baseline=baseline, expected_accept_len=expected)
+    report.checks["acceptance"] = list(analysis.findings)
+    if ci := report.facts.get("offline_accept_len_healthy_ci"):
+        report.facts["logs_against_offline_healthy_ci"] = {
+            r.source: _against(r.accept_len.mean, ci) for r in runs
+        }
+
+
+def deployment(
+    report: Diagnosis,
+    served: Served | None,
+    draft: str | Path | None,
+    target_config: str | Path | None,
+    train_tokenizer: str | Path | None,
+    observed_accept_lens: Sequence[float],
+) -> None:
+    """The deployment check; an observed near-zero accept length is handed over only when no
+    other check already explains it (a quantized target is then a root cause)."""
+    from kit.deployment import check
+
+    explained = any(f.root_cause for found in report.checks.values() for f in found)
+    accept_len = min(observed_accept_lens) if observed_accept_lens and not explained else None
+    result = check(
+        served,
+        draft=draft,
+        target_config=target_config,
+        engine=report.engine,
+        train_tokenizer=train_tokenizer,
+        accept_len=accept_len,
+    )
+    report.checks["deployment"] = list(result.findings)
+    if served is not None:
+        report.facts["launch judged as"] = str(served.release)
+
+
+def _against(logged: float | None, ci: list[float]) -> str:
+    """Where a log's mean accept len falls against the offline interval."""
+    if logged is None:
+        return "no accept len in the log"
+    where = "below" if logged < ci[0] else "above" if logged > ci[1] else "within"
+    return f"{logged:.3f} is {where} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def offline(
+    draft: Path,
+    target: str | Path,
+    release: Any,
+    aux_capture: bool | None,
+    num_prompts: int | None = None,
+    target_class: str | None = None,
+    k: int | None = None,
+) -> tuple[list[Finding], dict[str, Any]]:
+    """Offline acceptance as the deployment runs it (the release's load, its capture for the
+    target class unless `aux_capture` is False), judged against the healthy wiring, and the gap
+    between raw and chat-template prompts when the target's tokenizer has a template.
+
+    Both rows count as the release counts, at the deployment's chain length `k` (default 5).
+    The deployment's findings are its row's (a wiring the release cannot run is its crash
+    finding); the facts carry each figure with its interval.
+    """
+    from kit.offline_acceptance import as_deployed, format_gap_finding, healthy, prompt_format_gap
+    from kit.offline_acceptance.prompts import default_prompts_file, load_prompts
+    from kit.offline_acceptance.target import load_target
+
+    target = Path(target)
+    prompts = None
+    if num_prompts:
+        prompts = load_prompts(default_prompts_file(target))[:num_prompts]
+    common = {"prompts": prompts, "progress": False, "count_as": str(release), "k": k or 5}
+    common["target"] = load_target(target)
+    ref = healthy(target, draft, **common)
+    deployed = as_deployed(
+        target,
+        draft,
+        str(release),
+        aux_capture=aux_capture,
+        target_class=target_class,
+        against=ref,
+        **common,
+    )
+    findings = list(deployed.findings)
+    facts: dict[str, Any] = {}
+    for name, row in (("healthy", ref), ("as_deployed", deployed)):
+        if row.result is not None:
+            facts[f"offline_accept_len_{name}"] = round(row.result.accept_len, 4)
+            facts[f"offline_accept_len_{name}_ci"] = row.result.accept_len_ci.to_list()
+        else:
+            facts[f"offline_{name}"] = f"does not run: {row.crash.title if row.crash else '?'}"
+    if _has_chat_template(target) and (gap := prompt_format_gap(target, draft, raw=ref, **common)):
+        findings.append(format_gap_finding(gap))
+        facts["offline_accept_len_chat_template"] = round(gap.b, 4)
+    return findings, facts
+
+
+def _has_chat_template(target: Path) -> bool:
+    """The template a chat endpoint renders requests with: in tokenizer_config.json or beside it."""
+    import json
+
+    if (target / "chat_template.jinja").is_file():
+        return True
+    config = target / "tokenizer_config.json"
+    try:
+        return bool(config.is_file() and json.loads(config.read_text()).get("chat_template"))
+    except (OSError, ValueError):
+        return False
