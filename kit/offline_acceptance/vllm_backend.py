@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from kit.config import load_target_config
+from kit.checkpoint.config import load_target_config
 from kit.engines import parse_engine
 from kit.errors import KitError
 from kit.findings import Finding, Severity
