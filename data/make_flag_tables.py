@@ -45,6 +45,7 @@ FILES = {
                "sglang/srt/arg_groups/fields/*.py"),
     "vllm": ("vllm/engine/arg_utils.py", "vllm/config.py", "vllm/config/*.py",
              "vllm/entrypoints/openai/cli_args.py", "vllm/entrypoints/common/cli_args.py",
+             "vllm/entrypoints/launchers/cli_args.py",
              "vllm/entrypoints/cli/serve.py",
              "vllm/model_executor/layers/quantization/__init__.py"),
 }  # fmt: skip

@@ -17,15 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kit.checkpoint.draft import Draft, open_draft
 from kit.engines import EngineRelease
 from kit.engines.vocab import Outcome
 from kit.errors import require_inputs
 from kit.findings import Finding, ranked
 
 if TYPE_CHECKING:
+    from kit.checkpoint.config import TargetConfig
     from kit.deployment import Served
 
-WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 DEFAULT_ENGINE = "sglang==0.5.10"
 
 
@@ -58,11 +59,6 @@ class Diagnosis:
             "facts": self.facts,
             "findings": [f.to_dict() for f in self.findings],
         }
-
-
-def has_weights(path: Path) -> bool:
-    """A file, or a folder holding tensors (a folder with only config.json is a config)."""
-    return path.is_file() or any(any(path.glob(p)) for p in WEIGHT_PATTERNS)
 
 
 def diagnose(
@@ -99,12 +95,16 @@ def diagnose(
     report = Diagnosis(str(release))
     if assumed := release_findings(release):
         report.checks["release"] = assumed
-    draft = Path(draft) if draft is not None else None
+    # each input opened once: every check below takes these values, never the paths again
+    opened = open_draft(draft) if draft is not None else None
+    traced = open_draft(draft_config, weights=False) if draft_config is not None else opened
+    target_cfg = _target_config(target_config)
     runs = _parse_logs(logs, report.engine, num_draft_tokens) if logs else []
     ran = any(r.window_count for r in runs)  # a log with acceptance figures: the server ran
-    _load(report, draft, release, server_ran=ran)
-    _capture(report, draft_config or draft, target_config, release, target_class, aux_capture)
-    if target is not None and draft is not None and has_weights(draft):
+    _load(report, opened, release, server_ran=ran)
+    _capture(report, traced, target_cfg, release, target_class, aux_capture)
+    if target is not None and opened is not None and opened.checkpoint is not None:
+        draft = opened.path
         k = num_draft_tokens - 1 if num_draft_tokens and num_draft_tokens > 1 else None
         findings, facts = offline(draft, target, release, aux_capture, num_prompts, target_class, k)
         report.checks["offline"] = reconcile(findings, server_ran=ran)
@@ -114,10 +114,9 @@ def diagnose(
     else:
         report.skipped["offline"] = "needs a draft checkpoint and --target"
     _acceptance(report, runs, baseline_log, num_draft_tokens, expected_accept_len)
-    traced = draft_config or draft
-    if served is not None or (target_config is not None and traced is not None):
+    if served is not None or (target_cfg is not None and traced is not None):
         observed = [r.accept_len.mean for r in runs if r.accept_len.mean is not None]
-        deployment(report, served, traced, target_config, train_tokenizer, observed)
+        deployment(report, served, traced, target_cfg, train_tokenizer, observed)
     else:
         report.skipped["deployment"] = "no launch line, or no target config and draft given"
     return report
@@ -129,15 +128,19 @@ def _parse_logs(logs: Sequence[str | Path], engine: str, num_draft_tokens: int |
     return parse_files([Path(p) for p in logs], engine=engine, num_draft_tokens=num_draft_tokens)
 
 
-def _load(report: Diagnosis, draft: Path | None, release: EngineRelease, server_ran: bool) -> None:
+def _target_config(path: str | Path | None) -> TargetConfig | None:
+    from kit.checkpoint.config import load_target_config
+
+    return load_target_config(path) if path is not None else None
+
+
+def _load(report: Diagnosis, draft: Draft | None, release: EngineRelease, server_ran: bool) -> None:
     """Inspection and the load replay; with proof the server ran, a refused config is
     reconciled (the config given is not the one served)."""
-    if draft is None or not has_weights(draft):
+    if draft is None or draft.checkpoint is None:
         why = "no draft checkpoint given" if draft is None else "the draft path holds no weights"
         report.skipped["inspection"] = report.skipped["load"] = why
         return
-    from kit.checkpoint.config import load_draft_config
-    from kit.checkpoint.files import open_checkpoint
     from kit.checkpoint.inspection import StatsRead, inspect_checkpoint
     from kit.load.findings import served_findings
     from kit.load.replay import simulate_load
@@ -145,31 +148,28 @@ def _load(report: Diagnosis, draft: Path | None, release: EngineRelease, server_
     inspection = inspect_checkpoint(draft, stats=StatsRead.SAMPLED)
     report.checks["inspection"] = list(inspection.findings)
     report.facts["format"] = inspection.format.name
-    load = simulate_load(open_checkpoint(draft), load_draft_config(draft), release)
+    load = simulate_load(draft.checkpoint, draft.draft_config, release)
     report.checks["load"] = served_findings(load) if server_ran else list(load.findings)
     report.facts["keys dropped silently"] = len(load.as_served.with_outcome(Outcome.DROPPED))
 
 
 def _capture(
     report: Diagnosis,
-    traced: str | Path | None,
-    target_config: str | Path | None,
+    traced: Draft | None,
+    target_cfg: TargetConfig | None,
     release: EngineRelease,
     target_class: str | None,
     aux_capture: bool | None,
 ) -> None:
-    if target_config is None or traced is None:
+    if target_cfg is None or traced is None:
         report.skipped["capture"] = (
-            "no target config given" if target_config is None else "no draft or draft config given"
+            "no target config given" if target_cfg is None else "no draft or draft config given"
         )
         return
-    from kit.checkpoint.config import load_draft_config, load_target_config
     from kit.tracing.capture import simulate_capture
 
-    target_cfg = load_target_config(target_config)
-    traced_cfg = load_draft_config(traced)
     capture = simulate_capture(
-        target_cfg, traced_cfg, release, target_class=target_class, aux_capture=aux_capture
+        target_cfg, traced.draft_config, release, target_class=target_class, aux_capture=aux_capture
     )
     report.checks["capture"] = list(capture.findings)
     report.facts.update(hidden_width=capture.hidden_width, fc_applied=capture.fc_applied)
@@ -201,13 +201,14 @@ def _acceptance(
 def deployment(
     report: Diagnosis,
     served: Served | None,
-    draft: str | Path | None,
-    target_config: str | Path | None,
+    draft: str | Path | Draft | None,
+    target_config: str | Path | TargetConfig | None,
     train_tokenizer: str | Path | None,
     observed_accept_lens: Sequence[float],
 ) -> None:
     """The deployment check; an observed near-zero accept length is handed over only when no
-    other check already explains it (a quantized target is then a root cause)."""
+    other check already explains it (a quantized target is then a root cause). The draft and
+    target config already opened are handed over as they are, not read again."""
     from kit.deployment import check
 
     explained = any(f.root_cause for found in report.checks.values() for f in found)
@@ -276,6 +277,8 @@ def offline(
         if row.result is not None:
             facts[f"offline_accept_len_{name}"] = round(row.result.accept_len, 4)
             facts[f"offline_accept_len_{name}_ci"] = row.result.accept_len_ci.to_list()
+            if row.result.undetermined:  # a best case: the engine reaches anything down to 1.00
+                facts[f"offline_accept_len_{name}_range"] = list(row.result.accept_len_range)
         else:
             facts[f"offline_{name}"] = f"does not run: {row.crash.title if row.crash else '?'}"
     if _has_chat_template(target) and (gap := prompt_format_gap(target, draft, raw=ref, **common)):

@@ -152,7 +152,7 @@ def test_compare_with_one_log_is_a_usage_error():
 
 def test_one_unparsed_line_is_one_line(tmp_path):
     p = tmp_path / "one.log"
-    p.write_text(sglang_0_5_10([2.5] * 3) + "garbage\n")
+    p.write_text(sglang_0_5_10([2.5] * 3) + "garbage\nspec: acceptance ratio is 0.42 today\n")
     (run,) = parse_files([p])
     (f,) = [f for f in analyze([run]).findings if f.code == "UNPARSED_LINES"]
     assert f.title.startswith("1 line of ")

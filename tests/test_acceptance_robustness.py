@@ -21,15 +21,29 @@ VLLM = (
 
 
 def test_garbage_text(tmp_path):
-    """Random words: every line unparsed, no window, a NO_ACCEPTANCE_DATA finding."""
+    """Random words: no window, a NO_ACCEPTANCE_DATA finding. A line that names acceptance with a
+    figure after it is unparsed; one with neither acceptance nor a decode header holds nothing
+    to read and is not."""
     rng = random.Random(0)
     words = ["accept", "len:", "Decode", "rate", "::", "[", "]", "batch", "%", "1.0"]
-    p = tmp_path / "garbage.log"
-    p.write_text("\n".join(" ".join(rng.choices(words, k=8)) for _ in range(200)) + "\n")
-    (run,) = parse_files([p])
-    assert run.unparsed_lines == 200 and run.window_count == 0
+    lines = [" ".join(rng.choices(words, k=8)) for _ in range(200)]
+    (run,) = parse_files([write(tmp_path / "garbage.log", lines)])
+    assert run.window_count == 0 and 50 < run.unparsed_lines < 200
+    assert run.unparsed_lines + run.other_lines == 200
     codes = {f.code for f in analyze([run]).findings}
     assert {"NO_ACCEPTANCE_DATA", "UNPARSED_LINES"} <= codes
+    named = [x for x in lines if "1.0" in x.partition("accept")[2] and "Decode" not in x]
+    plain = [x for x in lines if "accept" not in x and "Decode" not in x]
+    assert len(named) > 10 and len(plain) > 10
+    (run,) = parse_files([write(tmp_path / "named.log", named)])
+    assert run.unparsed_lines == len(named)
+    (run,) = parse_files([write(tmp_path / "plain.log", plain)])
+    assert run.unparsed_lines == 0 and run.other_lines == len(plain)
+
+
+def write(path, lines: list[str]):
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 def test_binary_data(tmp_path):

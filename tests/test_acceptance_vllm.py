@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kit.acceptance import analyze, parse_files
+from tests.conftest import DATA
 
 V0 = (
     "Speculative metrics: Draft acceptance rate: {:.3f}, System efficiency: {:.3f}, Number of "
@@ -71,11 +72,17 @@ def test_v1_085_family_with_per_position(tmp_path, call_line, label):
 
 @pytest.mark.parametrize(
     ("call_line", "label"),
-    [(96, "vllm>=0.10.2,<0.11.1"), (100, "vllm>=0.11.1,<0.24.0"), (120, "vllm>=0.24.0")],
+    [
+        (96, "vllm>=0.10.2,<0.11.1"),
+        (100, "vllm>=0.11.1,<0.19.0"),
+        (101, "vllm>=0.19.0,<0.24.0"),
+        (120, "vllm>=0.24.0"),
+    ],
 )
 def test_v1_0102_family_with_apiserver_prefix(tmp_path, call_line, label):
-    """vllm 0.10.2-0.33.0 v1/spec_decode/metrics.py:96 (0.10.2, 0.11.0), :100 (0.11.1-0.18), :120
-    (0.24-0.33), with the `(APIServer pid=N) ` prefix; two windows 10 s apart."""
+    """vllm 0.10.2-0.33.0 v1/spec_decode/metrics.py:96 (0.10.2, 0.11.0), :100 (0.11.1-0.18), :101
+    (0.19-0.23), :120 (0.24-0.33), with the `(APIServer pid=N) ` prefix; two windows 10 s
+    apart."""
     lines = [
         f"(APIServer pid=4242) INFO 10-22 10:27:{s:02d} [metrics.py:{call_line}] "
         + V1_0102 % (2.54, 153.6, 300.0, 1536, 3000, POS, 51.2)
@@ -126,7 +133,7 @@ def test_bench_serve_block(tmp_path):
     assert w.accept_rate == pytest.approx(0.4433)
     assert w.throughput == pytest.approx(71.89)
     assert run.per_position == [0.7434, 0.58, 0.491]
-    assert run.unparsed_lines == 1  # the preamble
+    assert run.unparsed_lines == 0 and run.other_lines == 1  # the preamble holds no figure
 
 
 def test_per_position_cliff_is_acceptance_decay(tmp_path):
@@ -144,3 +151,26 @@ def test_per_position_cliff_is_acceptance_decay(tmp_path):
     )
     (finding,) = [f for f in analyze(parse_files([write(tmp_path, line + "\n")])).findings]
     assert finding.code == "ACCEPTANCE_DECAY" and finding.data["position"] == 1
+
+
+SERVER_LOG = DATA / "samples" / "vllm-0.32.0-server.log"
+
+
+def test_a_real_server_log_has_no_unread_lines(tmp_path):
+    """vLLM 0.32.0's server log as its loggers print it (logger.py:28-33 prefix, the logo of
+    api_utils.py:325-347, tqdm bars, uvicorn access lines, the request logger, a scheduler warning
+    that speaks of acceptance rates, metrics.py:120 SpecDecoding lines): every line is read or
+    holds no figure, so no UNPARSED_LINES; the 8 metrics lines are the windows."""
+    (run,) = parse_files([SERVER_LOG])
+    assert run.window_count == 8 and run.unparsed_lines == 0, run.unparsed_reasons
+    text = [x for x in SERVER_LOG.read_text().splitlines() if x.strip()]  # blank lines: nothing
+    assert run.other_lines == len(text) - 8
+    assert run.formats == {("vllm", "v1-0.10.2", 120): 8}
+    assert "UNPARSED_LINES" not in {f.code for f in analyze([run]).findings}
+    spec = next(x for x in SERVER_LOG.read_text().splitlines() if "SpecDecoding" in x)
+    garbled = tmp_path / "garbled.log"
+    garbled.write_text(SERVER_LOG.read_text() + spec[:190] + "\n")
+    (cut,) = parse_files([garbled])
+    assert cut.unparsed_lines == 1 and cut.window_count == 8
+    (f,) = [f for f in analyze([cut]).findings if f.code == "UNPARSED_LINES"]
+    assert f.title.startswith("1 line of ")

@@ -175,3 +175,66 @@ def test_the_checks_catch_what_they_are_for():
     ]
     assert slug("Vocabulary maps: `d2t` and `t2d`") == "vocabulary-maps-d2t-and-t2d"
     assert slug("Trainers' checkpoint layouts") == "trainers-checkpoint-layouts"
+
+
+# A release as the rows cite it: `0.32.0 llama_eagle3.py:420`, `(0.10.1.1)`.
+CITED_RELEASE = re.compile(r"(?<![\w.])(\d+\.\d+\.\d+(?:\.\d+)?)(?!\w)")
+
+
+def _rows_and_texts(module) -> list[tuple[str, str]]:
+    """(name, cited text) of every row and source string a rule module defines."""
+    from kit.engines.base import Row
+
+    out = []
+    for name, value in vars(module).items():
+        if isinstance(value, str) and not name.startswith("_"):
+            out.append((name, value))
+            continue
+        items = value.values() if isinstance(value, dict) else value
+        items = items if isinstance(items, (list, tuple, type({}.values()))) else [value]
+        out += [(name, r.source) for r in items if isinstance(r, Row)]
+    return out
+
+
+def test_vllm_rows_cite_only_releases_the_kit_read():
+    """A row's citation names a release listed in RELEASES (its wheel was read), never one
+    between them, so adding a release is adding it there; acceptance also cites the log formats
+    of releases older than the modelled range."""
+    from packaging.version import Version
+
+    from kit.engines import vllm
+
+    read, first = set(vllm.RELEASES), Version(vllm.RELEASES[0])
+    bad = []
+    for module in (
+        vllm.config,
+        vllm.params,
+        vllm.load,
+        vllm.capture,
+        vllm.forward,
+        vllm.acceptance,
+    ):
+        for name, text in _rows_and_texts(module):
+            for v in CITED_RELEASE.findall(text):
+                older_log = module is vllm.acceptance and Version(v) < first
+                if v not in read and not older_log:
+                    bad.append(f"{module.__name__}.{name}: {v}")
+    assert bad == [], "\n".join(bad)
+
+
+def test_the_vllm_releases_docs_list_are_the_releases_read():
+    from kit.engines import vllm
+
+    text = _text(ROOT / "docs" / "engines.md")
+    listed = re.search(
+        r"## vLLM\n\nReleases read: (.+?)\s\(`kit/engines/vllm/__init__.py`\)", text, re.S
+    )
+    assert listed is not None
+    assert [v.strip() for v in listed.group(1).replace("\n", " ").split(",")] == list(vllm.RELEASES)
+    assert "RELEASE_ASSUMED" not in {f.code for f in _findings_of("vllm==0.32.0")}
+
+
+def _findings_of(release: str):
+    from kit.engines import parse_engine, release_findings
+
+    return release_findings(parse_engine(release))

@@ -179,3 +179,56 @@ def test_logs_reconcile_a_refused_config(sample_dir):
     assert "UNSUPPORTED_CONFIG" not in codes and "CONFIG_NOT_SERVED" in codes
     assert codes["KEYS_SILENTLY_DROPPED"].root_cause
     assert not codes["KEYS_SILENTLY_DROPPED"].title.startswith("if config.json")
+
+
+def test_doctor_reads_each_input_once(sample_dir, monkeypatch):
+    """The incident's inputs (draft checkpoint, draft and target configs, log, launch line): each
+    file is opened once, where doctor used to read the configs and the log twice each and enter
+    the checkpoint reader five times. The checkpoint's one file is read twice, by two readers:
+    its header when opened, its sampled values for LOOKS_UNTRAINED (in one pass, not one open per
+    tensor)."""
+    import builtins
+    import io
+    from collections import Counter
+    from pathlib import Path
+
+    from kit.checkpoint import files
+
+    opened: Counter[str] = Counter()
+    real_open = io.open
+
+    def counting(file, *args, **kwargs):
+        if isinstance(file, str | Path) and Path(file).resolve().is_relative_to(DATA):
+            opened[Path(file).resolve().relative_to(DATA).as_posix()] += 1
+        return real_open(file, *args, **kwargs)
+
+    headers: Counter[str] = Counter()
+    real_header = files._read_header
+
+    def counting_header(file):
+        headers[Path(file).name] += 1
+        return real_header(file)
+
+    monkeypatch.setattr(builtins, "open", counting)
+    monkeypatch.setattr(io, "open", counting)
+    monkeypatch.setattr(files, "_read_header", counting_header)
+    report = diagnose(
+        sample_dir,
+        target_config=KIMI / "target",
+        draft_config=KIMI / "draft",
+        engine="sglang==0.5.10",
+        logs=[LOGS / "before.log"],
+        aux_capture=False,
+        launch=DATA / "incident" / "launch.sh",
+    )
+    assert {"inspection", "load", "capture", "acceptance", "deployment"} <= set(report.checks)
+    sample = sample_dir.resolve().relative_to(DATA).as_posix()
+    assert opened == {
+        f"{sample}/config.json": 1,
+        f"{sample}/model.safetensors": 2,  # the header, then the sampled values
+        "incident/kimi-k2.5/draft/config.json": 1,
+        "incident/kimi-k2.5/target/config.json": 1,
+        "incident/logs/before.log": 1,
+        "incident/launch.sh": 1,
+    }
+    assert headers == {"model.safetensors": 1}

@@ -211,7 +211,9 @@ def test_matrix_rows_all_count_as_the_release(tmp_path, capsys):
     assert code == 0
     rows = json.loads(capsys.readouterr().out)["matrix"]
     assert [r["result"]["settings"]["counted_as"] for r in rows] == ["sglang==0.5.10"] * 5
-    assert rows[0]["wiring"]["release"] == "vllm==0.11.2" and rows[0]["wiring"]["healthy"]
+    # the healthy row is the draft as trained: it names no release's wiring (it said vllm's)
+    assert rows[0]["wiring"]["release"] is None and rows[0]["wiring"]["healthy"]
+    assert [r["wiring"]["release"] for r in rows[1:]] == ["sglang==0.5.10"] * 4
     assert rows[0]["result"]["counts"] == rows[4]["result"]["counts"]  # both fixes: healthy
     assert rows[4]["vs_healthy"]["difference"] == 0 and not rows[4]["vs_healthy"]["beyond_noise"]
     assert rows[1]["vs_healthy"]["beyond_noise"]  # the incident is below healthy beyond noise

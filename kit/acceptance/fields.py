@@ -4,8 +4,8 @@ Engines print `key: value`, `key = value` or JSON `"key": value` pairs, and user
 trimmed, reordered or inside other text. `pairs(line)` returns every pair under a normalised key
 (lower case, words split on `_`, camelCase and spaces: `numDraftTokens`, `num_draft_tokens` and
 `Number of draft tokens` differ only where the engines differ), so a reader asks for the fields it
-knows instead of matching one line shape. `mentions_acceptance` is the test that keeps a line with
-an acceptance figure from being skipped silently when no reader understands it.
+knows instead of matching one line shape. `holds_acceptance_figure` is the test that keeps a line
+with an acceptance figure from being skipped silently when no reader understands it.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _SEP = re.compile(r"[\s_-]+")
 _NUMBER_LIST = re.compile(r"\s*[-+]?(?:\d+\.?\d*|\.\d+|nan)(?:,\s*[-+]?(?:\d+\.?\d*|\.\d+|nan))*")
 _TRIGGER = re.compile(r"accept|#acc |acc per pos", re.IGNORECASE)
+# the trigger, then a figure in the same clause: "acceptance ratio is 0.42", "Accepted: 12"
+_FIGURE = re.compile(r"(?:accept|#acc |acc per pos)[^.;!?\n]*?(?:\d|\bnan\b)", re.IGNORECASE)
 
 
 def key(text: str) -> str:
@@ -101,3 +103,9 @@ def numbers(raw: Value) -> tuple[float, ...] | None:
 def mentions_acceptance(line: str) -> bool:
     """Whether the line names an acceptance figure (any engine's spelling)."""
     return _TRIGGER.search(line) is not None
+
+
+def holds_acceptance_figure(line: str) -> bool:
+    """Whether the line names acceptance with a figure after it: what a reader that does not
+    understand it has to report. A warning that speaks of "acceptance rates." holds none."""
+    return _FIGURE.search(line) is not None

@@ -3,8 +3,9 @@
 Each line is a window (an acceptance figure read), an engine line without a figure, or unparsed
 with the reason. The readers are tried in turn (LMDeploy before vLLM: both print `SpecDecoding
 metrics:`); multi-line outputs (`vllm bench serve`, vLLM's spec_decode.py example) are read as
-blocks. A line that names an acceptance figure no reader understood is never counted as an engine
-line: it is unparsed, with its text among the examples.
+blocks. A line that names acceptance with a figure no reader understood is never counted as an
+engine line: it is unparsed, with its text among the examples. Every other line (start-up output,
+warnings, access-log and request lines, progress bars) holds no figure: it is not an unread line.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from kit.acceptance import (
 )
 from kit.acceptance.model import LogRun, Window
 
-_ACCESS_LOG = ("INFO:  ", "WARNING:  ", "ERROR:  ")  # uvicorn lines in both engines' server logs
 _GARBLED = (sglang_log.Garbled, vllm_log.Garbled, llamacpp_log.Garbled)
 _JSON_MARKS = ("speculative_decoding", "mean_acceptance_length", "specDecodingStats",
                "numDraftTokens", "acceptanceLength")  # fmt: skip
@@ -164,16 +164,14 @@ class LineReader:
             return  # blank, or a separator line around result blocks
         elif "\x00" in line or "\ufffd" in line:
             run.unparsed("binary", line, n)
-        elif fields.mentions_acceptance(line):
+        elif fields.holds_acceptance_figure(line) and not vllm_log.is_request_line(line):
             run.unparsed(NOT_UNDERSTOOD, line, n)
-        elif line.startswith(_ACCESS_LOG) or vllm_log.prefix(line):
-            run.other_lines += 1
         elif sglang_log.has_prefix(line):
             run.other_lines += 1
             if self.learned:
                 self.learned(line)
-        else:
-            run.unparsed("unknown line", line, n)
+        else:  # start-up, warnings, access log, progress bars, tracebacks: no figure to read
+            run.other_lines += 1
 
 
 def add(run: LogRun, w: Window, sig: tuple, line: str) -> bool:

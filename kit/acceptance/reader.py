@@ -11,10 +11,11 @@ tells the era) or not at all.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from kit.acceptance import fields, lines, prometheus, release, server_info
 from kit.acceptance.logfile import LogReader
@@ -72,30 +73,36 @@ def parse_files(
 
 
 def read_file(path: Path, run: LogRun) -> None:
+    """The file, opened once: its first 4 kB tell JSON, a metrics scrape or a log apart."""
     try:
         with open(path, "rb") as raw:
-            head = raw.read(4096).decode("utf-8", "replace")
-        stripped = head.lstrip()
-        if stripped[:1] == "{" or (stripped[:1] == "[" and stripped[1:].lstrip()[:1] in '{]"'):
-            with open(path, encoding="utf-8", errors="replace") as f:
-                _read_json(f, path, run)
-        elif prometheus.looks_like(stripped) and "Decode batch" not in head:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                try:
-                    prometheus.read(f, run)
-                    return
-                except KitError as e:
-                    run.notes.append(e.problem)
-            _read_log(path, run)
-        else:
-            _read_log(path, run)
+            _read_opened(raw, path, run)
     except OSError as e:
         raise KitError(f"cannot read: {e.strerror or e}", path) from None
 
 
-def _read_log(path: Path, run: LogRun) -> None:
-    with open(path, "rb") as f:
-        LogReader(run).read(f)
+def _read_opened(raw: BinaryIO, path: Path, run: LogRun) -> None:
+    head = raw.read(4096).decode("utf-8", "replace")
+    raw.seek(0)
+    stripped = head.lstrip()
+    if stripped[:1] == "{" or (stripped[:1] == "[" and stripped[1:].lstrip()[:1] in '{]"'):
+        _read_json(_text(raw), path, run)
+    elif prometheus.looks_like(stripped) and "Decode batch" not in head:
+        text = _text(raw)
+        try:
+            prometheus.read(text, run)
+            return
+        except KitError as e:
+            run.notes.append(e.problem)
+        text.detach()
+        raw.seek(0)
+        LogReader(run).read(raw)
+    else:
+        LogReader(run).read(raw)
+
+
+def _text(raw: BinaryIO) -> io.TextIOWrapper:
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
 
 
 def read_json_value(obj: Any, run: LogRun, line_no: int = 0) -> bool:

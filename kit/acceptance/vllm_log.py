@@ -2,7 +2,8 @@
 output of `examples/offline_inference/spec_decode.py`.
 
 Prefix `%(levelname)s %(asctime)s [%(filename)s:%(lineno)d]` (date `%m-%d %H:%M:%S`), optionally
-led by `(APIServer pid=N) `. A line in a released family's exact shape takes that family's
+led by `(APIServer pid=N) ` (any process name: `EngineCore_DP0`, `VllmWorker-0`; 0.32.0
+logger.py:28-33). A line in a released family's exact shape takes that family's
 pattern; any other order of the same fields is read field by field (`kit.acceptance.fields`) and
 the family is told by which fields it has. vLLM prints no year, so times are placed in 2000 (a leap
 year).
@@ -41,7 +42,7 @@ FAMILIES: dict[str, re.Pattern[str]] = {
 }
 PER_POSITION = ("per position acceptance rate",)
 _PREFIX = re.compile(
-    r"^(?:\((?P<proc>\w+) pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"^(?:\((?P<proc>[\w.-]+) pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) "
     r"(?P<mo>\d\d)-(?P<d>\d\d) (?P<h>\d\d):(?P<m>\d\d):(?P<s>\d\d)(?:\.\d+)? "
     r"\[?(?P<file>[\w.]+):(?P<line>\d+)\]"
 )
@@ -58,6 +59,17 @@ class Garbled(Exception):
 
 def prefix(line: str) -> re.Match[str] | None:
     return _PREFIX.match(line)
+
+
+# The request logger (`--enable-log-requests`) quotes prompts and outputs, whatever words they use
+# (0.32.0 entrypoints/serve/utils/request_logger.py:55-114).
+_REQUEST_LOG = ("Received request ", "Generated response ", "Request ")
+
+
+def is_request_line(line: str) -> bool:
+    """A vLLM request-logger line: user text, never an acceptance figure."""
+    m = _PREFIX.match(line)
+    return m is not None and line[m.end() :].lstrip().startswith(_REQUEST_LOG)
 
 
 def _time(m: re.Match[str] | None) -> float | None:

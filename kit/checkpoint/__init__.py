@@ -3,5 +3,11 @@
 - `files`: safetensors headers, sharded indexes, folders, the HF cache, `.bin` (weights only);
 - `config`: draft and target configs as every trainer writes them;
 - `formats`: which trainer wrote a checkpoint, and the renames between layouts;
-- `inspection`: the inspect findings (keys, shapes, sampled statistics, d2t).
+- `inspection`: the inspect findings (keys, shapes, sampled statistics, d2t);
+- `draft`: a draft opened once (`open_draft`: checkpoint, config, format, layout), the value every
+  analysis of a command takes.
 """
+
+from kit.checkpoint.draft import Draft, open_draft
+
+__all__ = ["Draft", "open_draft"]

@@ -173,9 +173,9 @@ def _provenance(
         if name in top:
             out[name] = name
         elif name in eagle:
-            out[name] = f"eagle_config.{name}"
+            out[name] = f"{prefix}eagle_config.{name}"
     if "use_aux_hidden_state" in eagle:
-        out["use_aux_hidden_state"] = "eagle_config.use_aux_hidden_state"
+        out["use_aux_hidden_state"] = prefix + "eagle_config.use_aux_hidden_state"
     for key in ("dtype", "torch_dtype"):
         if key in top:
             out["dtype"] = key
@@ -201,12 +201,16 @@ def parse_draft_config(raw: dict[str, Any], path: Path | None = None) -> DraftCo
 
 
 def _sections(raw: dict[str, Any], path: Path | None) -> tuple[bool, dict, dict, dict]:
-    """(speculators format?, the layer fields, the top-level fields, eagle_config)."""
+    """(speculators format?, the layer fields, the top-level fields, eagle_config).
+
+    A speculators config's `eagle_config` is the one inside `transformer_layer_config`: vLLM's
+    draft config is that dict plus what `update_eagle3` copies, and it copies no `eagle_config`
+    (0.32.0 vllm/transformers_utils/configs/speculators/base.py:59-63, algos.py:30-50)."""
     speculators = "speculators_model_type" in raw or "transformer_layer_config" in raw
     layer = raw.get("transformer_layer_config") if speculators else raw
     if not isinstance(layer, dict):
         raise KitError("speculators config without a transformer_layer_config object", path)
-    eagle = raw.get("eagle_config") or {}
+    eagle = layer.get("eagle_config") or {}
     return speculators, layer, raw, eagle if isinstance(eagle, dict) else {}
 
 
@@ -251,7 +255,7 @@ def _parse_draft_config(raw: dict[str, Any], path: Path | None) -> DraftConfig:
         provenance["aux_layer_ids"] = (
             "eagle_aux_hidden_state_layer_ids"
             if location == "top_level"
-            else "eagle_config.eagle_aux_hidden_state_layer_ids"
+            else prefix + "eagle_config.eagle_aux_hidden_state_layer_ids"
         )
     return DraftConfig(
         source="speculators" if speculators else "flat",

@@ -16,6 +16,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from kit.errors import KitError
 from kit.load.undo import UNDO_SUFFIX, torn_files
@@ -616,9 +617,11 @@ def tensor_stats(
     name: str,
     chunk_bytes: int = STATS_CHUNK_BYTES,
     sample_bytes: int | None = None,
+    handle: BinaryIO | None = None,
 ) -> TensorStats:
     """Statistics of one tensor, streamed from disk in chunks (safetensors) so memory stays flat;
-    with `sample_bytes`, of evenly spaced windows totalling about that many bytes."""
+    with `sample_bytes`, of evenly spaced windows totalling about that many bytes. `handle`: its
+    file already open (`checkpoint_stats` opens each file once, not once per tensor)."""
     import torch
 
     info = ck.tensors[name]
@@ -635,16 +638,18 @@ def tensor_stats(
                 moments.add(flat[i : min(i + step, stop)])
         return moments.result(info)
     dtype = getattr(torch, _ST_TO_TORCH[info.dtype])
-    with open(info.file, "rb") as f:
-        for start, stop in spans:
-            f.seek(info.offsets[0] + start * item)
-            left = (stop - start) * item
-            while left:
-                buf = f.read(min(step * item, left))
-                if not buf:
-                    raise KitError(f"file ends inside tensor {name!r}", info.file)
-                left -= len(buf)
-                moments.add(torch.frombuffer(bytearray(buf), dtype=dtype))
+    if handle is None:
+        with open(info.file, "rb") as f:
+            return tensor_stats(ck, name, chunk_bytes, sample_bytes, f)
+    for start, stop in spans:
+        handle.seek(info.offsets[0] + start * item)
+        left = (stop - start) * item
+        while left:
+            buf = handle.read(min(step * item, left))
+            if not buf:
+                raise KitError(f"file ends inside tensor {name!r}", info.file)
+            left -= len(buf)
+            moments.add(torch.frombuffer(bytearray(buf), dtype=dtype))
     return moments.result(info)
 
 
@@ -671,11 +676,15 @@ def checkpoint_stats(
                 moments.add(flat[start:stop])
             out[n] = moments.result(info)
         return out
-    return {
-        n: tensor_stats(ck, n, sample_bytes=sample_bytes)
-        for n in chosen
-        if ck.tensors[n].dtype in _ST_TO_TORCH
-    }
+    readable = [n for n in chosen if ck.tensors[n].dtype in _ST_TO_TORCH]
+    by_file: dict[Path, list[str]] = {}
+    for n in readable:
+        by_file.setdefault(ck.tensors[n].file, []).append(n)
+    out = {}
+    for file, names in by_file.items():
+        with open(file, "rb") as f:
+            out |= {n: tensor_stats(ck, n, sample_bytes=sample_bytes, handle=f) for n in names}
+    return {n: out[n] for n in readable}
 
 
 # A value this large in a weight is not learned: it is leftover memory (torch.empty) or divergence.

@@ -22,6 +22,7 @@ from kit.checkpoint.config import (
     parse_target_config,
     read_json,
 )
+from kit.checkpoint.draft import Draft, open_draft
 from kit.checkpoint.files import (
     FLOAT_DTYPES,
     SAMPLE_BYTES,
@@ -30,9 +31,8 @@ from kit.checkpoint.files import (
     TensorStats,
     checkpoint_stats,
     looks_untrained,
-    open_checkpoint,
 )
-from kit.checkpoint.formats import FormatGuess, detect_format, split_key
+from kit.checkpoint.formats import FormatGuess, split_key
 from kit.findings import Finding, Severity, ranked
 
 # The tensors an EAGLE-3 draft may hold (any layout); anything else is an extra key.
@@ -104,27 +104,36 @@ def load_config(ck: Checkpoint) -> DraftConfig | TargetConfig | None:
     """The draft config beside the checkpoint; a target's config when it is not a draft's."""
     if ck.config_path is None:
         return None
-    raw = read_json(ck.config_path)
+    return classify_config(read_json(ck.config_path), ck.config_path, ck)
+
+
+def classify_config(raw: dict, path: Path, ck: Checkpoint | None) -> DraftConfig | TargetConfig:
+    """A config.json as read: a draft's when it says so (or its checkpoint looks like one),
+    else a target's."""
     archs = " ".join(map(str, raw.get("architectures") or []))
     is_draft = (
         "transformer_layer_config" in raw
         or "draft_vocab_size" in raw
         or "eagle_config" in raw
         or "eagle" in archs.lower()
-        or _looks_like_draft(ck)
+        or (ck is not None and _looks_like_draft(ck))
     )
     if is_draft:
-        return parse_draft_config(raw, ck.config_path)
-    return parse_target_config(raw, ck.config_path)
+        return parse_draft_config(raw, path)
+    return parse_target_config(raw, path)
 
 
-def inspect_checkpoint(path: str | Path, stats: StatsRead = StatsRead.SAMPLED) -> InspectionReport:
-    """Open `path`, check its header and config, and read as many tensor bytes as `stats` says
-    (LOOKS_UNTRAINED, D2T_INVALID). SAMPLED reads nothing of a checkpoint that is no draft."""
-    ck = open_checkpoint(path)
-    cfg = load_config(ck)
+def inspect_checkpoint(
+    path: str | Path | Draft, stats: StatsRead = StatsRead.SAMPLED
+) -> InspectionReport:
+    """Open `path` (or take the draft already opened), check its header and config, and read as
+    many tensor bytes as `stats` says (LOOKS_UNTRAINED, D2T_INVALID). SAMPLED reads nothing of a
+    checkpoint that is no draft."""
+    opened = open_draft(path, weights=True)
+    ck, cfg = opened.checkpoint, opened.config
+    assert ck is not None  # weights=True: opened as a checkpoint or refused
     draft = cfg if isinstance(cfg, DraftConfig) else None
-    guess = detect_format(ck, draft)
+    guess = opened.format
     findings = [*check_keys(ck, draft, cfg), *check_dtypes(ck)]
     if draft is not None:
         findings += check_shapes(ck, draft)
@@ -136,7 +145,7 @@ def inspect_checkpoint(path: str | Path, stats: StatsRead = StatsRead.SAMPLED) -
         tensor_stats = checkpoint_stats(ck, sample_bytes=sample)
         findings += check_untrained(ck, tensor_stats, draft)
         findings += check_vocab_maps(ck, draft)
-    return InspectionReport(Path(path), ck, guess, cfg, findings, tensor_stats, stats)
+    return InspectionReport(opened.path, ck, guess, cfg, findings, tensor_stats, stats)
 
 
 def _has(ck: Checkpoint, name: str) -> bool:

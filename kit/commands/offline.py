@@ -230,10 +230,15 @@ def _print(rows) -> None:
         if r.vs_healthy is not None:
             c = r.vs_healthy
             vs = f"  | {c.difference:+.3f} {c.interval}, {'beyond' if c.beyond_noise else 'within'} noise"
+        # parameters never written: from the floor to the best case, not one figure
+        al = f"1.00…{res.accept_len:.2f}" if res.undetermined else f"{res.accept_len:.3f}"
         print(
-            f"{r.label:{width}} {res.accept_len:10.3f} {res.accept_len_ci!s:>16} "
+            f"{r.label:{width}} {al:>10} {res.accept_len_ci!s:>16} "
             f"{res.step0_accuracy:6.3f}  {pos}{vs}"
         )
+        if res.undetermined:
+            print(f"{'':{width}} best case only: {len(res.wiring.empty_params)} parameters hold "
+                  "torch.empty memory (see OFFLINE_ACCEPTANCE_UNDETERMINED)")  # fmt: skip
     row = next((r for r in reversed(rows) if r.result is not None), None)
     if row is None or row.result is None:
         return

@@ -17,6 +17,7 @@ from typing import Any
 
 from kit.acceptance.model import NEAR_ZERO_ACCEPT_LEN
 from kit.checkpoint.config import DraftConfig, TargetConfig, load_draft_config, load_target_config
+from kit.checkpoint.draft import Draft
 from kit.deployment.configs import Pair, config_findings
 from kit.deployment.draftkind import DraftKind, Kind, draft_kind
 from kit.deployment.lines import read_served
@@ -57,8 +58,8 @@ class DeploymentReport:
 def check(
     launch: str | Path | Served | None = None,
     *,
-    draft: str | Path | None = None,
-    target_config: str | Path | None = None,
+    draft: str | Path | Draft | None = None,
+    target_config: str | Path | TargetConfig | None = None,
     engine: str | None = None,
     train_tokenizer: str | Path | None = None,
     served_tokenizer: str | Path | None = None,
@@ -67,15 +68,12 @@ def check(
     """Every deployment rule the inputs allow. `engine` is `ENGINE==X` (or a bare engine name
     with a launch line: the release is then assumed, and said so); draft and target paths named
     in the launch line are used when they exist here. `accept_len` (observed, e.g. from the
-    server log) makes a quantized target a root cause when acceptance is near zero."""
+    server log) makes a quantized target a root cause when acceptance is near zero. A draft
+    (`kit.checkpoint.Draft`) or target config already opened is taken as it is, not read again."""
     served = launch if isinstance(launch, Served) or launch is None else read_served(launch, engine)
     release = served.release if served else _release(engine)
-    draft_dir = Path(draft) if draft else _local_model(served.draft if served else None)
-    target_dir = Path(target_config) if target_config else None
-    if target_dir is None and served:
-        target_dir = _local_model(served.target)
-    draft_cfg = load_draft_config(draft_dir) if draft_dir else None
-    target_cfg = load_target_config(target_dir) if target_dir else None
+    draft_cfg, draft_dir = _draft(draft, served)
+    target_cfg, target_dir = _target(target_config, served)
     report = DeploymentReport([], served, _facts(draft_dir, target_dir, release))
     if served:
         report.findings += launch_findings(served)
@@ -93,6 +91,28 @@ def check(
     )
     report.findings = _with_acceptance(report.findings, accept_len)
     return report
+
+
+def _draft(
+    draft: str | Path | Draft | None, served: Served | None
+) -> tuple[DraftConfig | None, Path | None]:
+    """The draft's config and folder: the value opened, the path given, or the launch line's."""
+    if isinstance(draft, Draft):
+        return draft.draft_config, draft.path
+    folder = Path(draft) if draft else _local_model(served.draft if served else None)
+    return (load_draft_config(folder) if folder else None), folder
+
+
+def _target(
+    target: str | Path | TargetConfig | None, served: Served | None
+) -> tuple[TargetConfig | None, Path | None]:
+    if isinstance(target, TargetConfig):
+        path = target.path
+        return target, path.parent if path and path.name == "config.json" else path
+    folder = Path(target) if target else None
+    if folder is None and served:
+        folder = _local_model(served.target)
+    return (load_target_config(folder) if folder else None), folder
 
 
 def _release(engine: str | None) -> EngineRelease | None:

@@ -81,6 +81,12 @@ class Loop(StrEnum):
 GIVEN_OFF = "aux capture off as given (--no-aux-capture), not detected from the configs"
 
 
+def aux_flag_key(draft: DraftConfig) -> str:
+    """Where config.json sets `use_aux_hidden_state` (inside `transformer_layer_config` for a
+    speculators config)."""
+    return draft.provenance.get("use_aux_hidden_state", "eagle_config.use_aux_hidden_state")
+
+
 def aux_switch(
     honours_flag: bool,
     flag_source: str,
@@ -95,5 +101,5 @@ def aux_switch(
         return override, None if override else GIVEN_OFF
     if honours_flag and not draft.use_aux_hidden_state:
         sources["use_aux_hidden_state"] = flag_source
-        return False, "eagle_config.use_aux_hidden_state is false"
+        return False, f"{aux_flag_key(draft)} is false"
     return True, None

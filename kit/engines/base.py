@@ -82,7 +82,8 @@ class Engine:
     `load`, `capture`, `forward`, `acceptance`, optional `flags`) as version-ranged rows, and each
     method below names the module function it asks. Optional in `load`:
     `unloaded_failure(ctx, names)`, for an engine whose loader fails on a parameter no checkpoint
-    tensor fills (without it such a parameter stays at its init).
+    tensor fills (without it such a parameter stays at its init); `UNWRITTEN`, the source that
+    says such a parameter keeps its `torch.empty` memory without a word.
     """
 
     NAME: str

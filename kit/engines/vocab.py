@@ -47,6 +47,13 @@ class Init(StrEnum):
     RANDOM = "random"  # PyTorch default init (nn.Linear weight / bias)
     ZEROS = "zeros"  # e.g. vLLM's draft_id_to_target_id
 
+    @property
+    def left(self) -> str:
+        """What a parameter nothing loads holds, in words: torch.empty is no init at all."""
+        if self is Init.UNINITIALIZED:
+            return "torch.empty memory (never written: no value to predict from)"
+        return str(self)
+
 
 class Refusal(NamedTuple):
     """Why an engine release does not start: the exception it raises, and where."""

@@ -127,6 +127,7 @@ def findings_for(
         lambda: _embed_replaced(r),
         lambda: _input_norm_discarded(r),
         lambda: _norm_unused(r),
+        lambda: _module_skipped(r, rel, cfg),
         lambda: _flags_ignored(r, rel, cfg),
         lambda: _left_at_init(r, fatal),
     ]
@@ -378,9 +379,55 @@ def _norm_renames(pairs: list[tuple[ParamState, ParamState]]) -> dict[str, str]:
     return out
 
 
+# the tensors of a trained module a norm flag switches on (the others change the forward only)
+MODULE_KEYS = {"fc_norm": "fc_norm.", "norm_before_fc": "input_norm."}
+
+
 def _flags_ignored(r: LoadReport, rel: EngineRelease, cfg: DraftConfig) -> Finding | None:
     skipped = ("norm_before_fc",) if _input_norm_discarded(r) else ()
-    return flags_ignored(cfg, rel, skipped)
+    return flags_ignored(cfg, rel, skipped + tuple(_skipped_modules(r, rel, cfg)))
+
+
+def _skipped_modules(r: LoadReport, rel: EngineRelease, cfg: DraftConfig) -> dict[str, list[str]]:
+    """Trained modules the release neither builds nor runs: flag -> the checkpoint keys it
+    drops (a flag it does not read, with its tensors lost)."""
+    runs = ENGINES[rel.name].honours(cfg, rel)
+    out = {}
+    for flag, prefix in MODULE_KEYS.items():
+        if not getattr(cfg, flag) or getattr(runs, flag):
+            continue
+        keys = [k.key for k in r.lost if k.key.removeprefix("model.").startswith(prefix)]
+        if keys:
+            out[flag] = keys
+    return out
+
+
+def _module_skipped(r: LoadReport, rel: EngineRelease, cfg: DraftConfig) -> Finding | None:
+    """A module the draft was trained with that the release drops: the draft it serves is another
+    function than the one trained, a root cause; the cost is what offline acceptance measures
+    with the module (healthy) against without it (as this release runs it)."""
+    skipped = _skipped_modules(r, rel, cfg)
+    if not skipped or r.crashed:
+        return None
+    runs = ENGINES[rel.name].honours(cfg, rel)
+    names = ", ".join(skipped)
+    return Finding(
+        code="TRAINED_MODULE_SKIPPED",
+        severity=Severity.ERROR,
+        title=f"{r.engine} skips the trained {names}: its tensors are dropped and the flag is not "
+        "read, so the draft runs without a module it was trained with",
+        evidence=tuple(
+            f"{flag}: {len(keys)} tensors dropped ({', '.join(keys[:3])}); {r.engine} runs "
+            f"{flag}={getattr(runs, flag)} ({runs.sources.get(flag, '')})"
+            for flag, keys in skipped.items()
+        ),
+        fix="serve the draft with a release that builds the module; measure what it costs "
+        f"offline: python -m kit offline --target TARGET --draft DRAFT --engine {r.engine}",
+        engine=r.engine,
+        source=runs.sources.get(next(iter(skipped))),
+        root_cause=True,
+        data={"modules": skipped},
+    )
 
 
 def flags_ignored(
@@ -432,7 +479,7 @@ def _left_at_init(r: LoadReport, fatal: Refusal | None) -> Finding | None:
         code="PARAM_LEFT_AT_INIT",
         severity=Severity.CRITICAL if garbage else Severity.WARNING,
         title=f"{len(others) + len(partial)} engine parameters are not (fully) loaded",
-        evidence=tuple(f"{p.name} {list(p.shape)} stays {p.init}" for p in others)
+        evidence=tuple(f"{p.name} {list(p.shape)} stays {p.init.left}" for p in others)
         + tuple(f"{p.name} misses shards {p.missing_shards}" for p in partial),
         fix="ship these tensors in the checkpoint"
         + (" (fc.bias: random init in this release)" if random_bias else ""),

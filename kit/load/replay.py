@@ -29,7 +29,7 @@ from kit.engines.vocab import (
     State,
 )
 from kit.load.findings import findings_for, refused_findings
-from kit.load.report import LoadReport, ParamState
+from kit.load.report import LOST, LoadReport, ParamState
 
 __all__ = [
     "KeyOutcome",
@@ -134,7 +134,23 @@ def _replay(
     if suggest and not report.loads_cleanly:
         upgrade = _first_clean_release(shapes, cfg, rel)
     report.findings = findings_for(report, rel, cfg, fatal, upgrade)
+    if crashed:
+        report.keys = _failed(keys, fatal)
     return report
+
+
+def _failed(keys: list[KeyOutcome], fatal: Refusal | None) -> list[KeyOutcome]:
+    """A server that fails at start-up reads no key into the draft: a key the replay had loaded,
+    consumed or ignored becomes that start-up error (the first one the server meets). Keys
+    already lost (dropped, warned, their own error) keep their fate: they fail either way and say
+    why the load fails. The findings were drawn before, from each key's own fate."""
+    first = fatal or next(Refusal(k.message, k.source) for k in keys if k.outcome == Outcome.ERROR)
+    why = f"not loaded: the server fails at start-up ({first.message})"
+    return [
+        k if k.outcome in LOST else KeyOutcome(k.key, Outcome.ERROR, k.param, k.shard, why,
+                                               first.source)
+        for k in keys
+    ]  # fmt: skip
 
 
 def _first_clean_release(
@@ -183,7 +199,7 @@ def _param_states(
         elif got:
             state, msg = State.LOADED, ""
         else:
-            state, msg = State.LEFT_AT_INIT, f"nothing loads it; stays {spec.init}"
+            state, msg = State.LEFT_AT_INIT, f"nothing loads it; stays {spec.init.left}"
         have = {k.shard for k in got}
         missing = [s for s, _ in spec.shards if s not in have] if got else []
         out.append(

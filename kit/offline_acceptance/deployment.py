@@ -81,8 +81,10 @@ def _below_healthy(row: OfflineRow, c: Comparison) -> Finding:
     return Finding(
         code="OFFLINE_BELOW_HEALTHY",
         severity=Severity.ERROR,
-        title=f"offline accept len {c.b:.2f} {result.accept_len_ci} is {-c.difference:.2f} below "
-        f"the healthy wiring's {c.a:.2f}, beyond the prompts' noise",
+        title=f"offline accept len {c.b:.2f} {result.accept_len_ci}"
+        + (" (at best: parameters never written)" if result.undetermined else "")
+        + f" is {-c.difference:.2f} below the healthy wiring's {c.a:.2f}, beyond the prompts' "
+        "noise",
         evidence=(c.sentence(), *row.wiring.describe()),
         fix="the wiring differs from the draft's training: fix the load and hidden-state "
         "findings, then measure again",

@@ -298,7 +298,9 @@ def chain_acceptance(
     rows = seq.shape[1] - 1
     pos = torch.arange(rows, device=seq.device)
     cache = ChainCache(len(draft.model.decoder_layers()))
-    dtype = draft.model.fc.weight.dtype  # a GPU target may run in bf16; the draft runs in fp32
+    # a GPU target may run in bf16; the draft runs in fp32 (its final norm: every draft has one,
+    # not every draft an fc)
+    dtype = draft.model.norm.weight.dtype
     emitted = torch.nn.functional.pad(seq, (0, k + 1), value=-1)  # -1: past the sequence
     if p_next is not None:
         p_next = torch.nn.functional.pad(p_next, (0, k + 2), value=1.0)
@@ -322,7 +324,7 @@ def draft_index(draft: Eagle3Draft, vocab: int) -> torch.Tensor:
     """For every target id, the draft id that proposes it (−1: outside the draft's vocabulary).
     `d2t` maps draft ids one to one, as every trainer writes it."""
     n = draft.cfg.effective_draft_vocab
-    device = draft.model.fc.weight.device
+    device = draft.model.norm.weight.device
     targets = draft.to_target_ids(torch.arange(n, device=device))
     index = torch.full((max(vocab, int(targets.max()) + 1),), -1, dtype=torch.long, device=device)
     index[targets] = torch.arange(n, device=device)

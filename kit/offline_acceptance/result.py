@@ -24,7 +24,7 @@ from kit.offline_acceptance.intervals import (
     resample_weights,
 )
 from kit.offline_acceptance.sampling import Counts
-from kit.offline_acceptance.wiring import Wiring
+from kit.offline_acceptance.wiring import EMPTY_ASSUMPTION, Wiring
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,18 @@ class OfflineResult:
         return [a / n for a in self.accepted_per_position]
 
     @property
+    def undetermined(self) -> bool:
+        """Whether the draft reads parameters the engine never writes (torch.empty memory): the
+        figure is then a best case under an assumption, not a prediction."""
+        return bool(self.wiring.empty_params)
+
+    @property
+    def accept_len_range(self) -> tuple[float, float]:
+        """What the engine can reach: from the floor (NaN or garbage in an unwritten parameter:
+        nothing accepted, exactly 1.00) to the figure measured; one point when determined."""
+        return (1.0 if self.undetermined else self.accept_len, self.accept_len)
+
+    @property
     def step0_accuracy(self) -> float:
         return self.per_position[0] if self.per_position else 0.0
 
@@ -159,6 +171,8 @@ class OfflineResult:
         return {
             "k": self.k,
             "prompts": self.prompts,
+            "outcome": "undetermined" if self.undetermined else "measured",
+            "accept_len_range": [round(a, 6) for a in self.accept_len_range],
             "accept_len": round(self.accept_len, 6),
             "accept_len_ci": self.accept_len_ci.to_list(),
             "accept_rate": self.accept_rate,
@@ -206,6 +220,8 @@ def verdict(r: OfflineResult) -> Finding:
     """The offline figure as a finding: near zero is critical, anything else informs."""
     al, ci = r.accept_len, r.accept_len_ci
     engine = None if r.wiring.healthy else str(r.wiring.release)
+    if r.undetermined and al > NEAR_ZERO_ACCEPT_LEN:  # near zero even at best: that is known
+        return _undetermined(r, engine)
     if al <= NEAR_ZERO_ACCEPT_LEN:
         return Finding(
             code="OFFLINE_NEAR_ZERO_ACCEPTANCE",
@@ -213,7 +229,12 @@ def verdict(r: OfflineResult) -> Finding:
             title=f"offline accept len {al:.2f} {ci} at k={r.k}: almost no drafted token is "
             "accepted",
             evidence=(
-                f"step-0 acceptance {r.step0_accuracy:.3f}",
+                f"step-0 acceptance {r.step0_accuracy:.3f}"
+                + (
+                    " at best: parameters never written hold torch.empty memory"
+                    if r.undetermined
+                    else ""
+                ),
                 *r.wiring.describe(),
                 _counted(r),
             ),
@@ -235,6 +256,35 @@ def verdict(r: OfflineResult) -> Finding:
             _counted(r),
         ),
         engine=engine,
+    )
+
+
+def _undetermined(r: OfflineResult, engine: str | None) -> Finding:
+    """Parameters the draft reads hold torch.empty memory: no value to predict from. What the
+    engine reaches lies between the floor and the best case measured under a named assumption."""
+    from kit.engines import ENGINES
+
+    n = len(r.wiring.empty_params)
+    return Finding(
+        code="OFFLINE_ACCEPTANCE_UNDETERMINED",
+        severity=Severity.CRITICAL,
+        title=f"offline accept len undetermined at k={r.k}: from 1.00 (nothing accepted) to "
+        f"{r.accept_len:.2f} {r.accept_len_ci} at best; {n} parameters the draft reads are never "
+        "written",
+        evidence=(
+            f"{n} parameters keep torch.empty memory, not an init: whatever the allocator held "
+            "(NaN there rejects every drafted token: exactly 1.00; other leftovers anything "
+            "between)",
+            f"best case {r.accept_len:.3f} {r.accept_len_ci}, step-0 acceptance "
+            f"{r.step0_accuracy:.3f}, measured {EMPTY_ASSUMPTION}",
+            *r.wiring.describe(),
+            _counted(r),
+        ),
+        fix="ship the tensors these parameters load from (see the load findings): no figure "
+        "can be predicted until every parameter the draft reads is written",
+        engine=engine,
+        source=getattr(ENGINES[r.wiring.release.name].load, "UNWRITTEN", None),
+        data=r.figures() | {"empty_params": list(r.wiring.empty_params)},
     )
 
 

@@ -26,16 +26,20 @@ from typing import Any
 
 from kit.checkpoint.config import DraftConfig, TargetConfig, load_draft_config
 from kit.checkpoint.files import Checkpoint, open_checkpoint
-from kit.engines import EngineRelease, parse_engine
-from kit.engines.aux_ids import trained_layers
+from kit.engines import EngineRelease, all_releases, parse_engine
+from kit.engines.aux_ids import aux_flag_key, trained_layers
+from kit.engines.vocab import Init, State
 from kit.errors import KitError
 from kit.findings import Finding, Severity
+from kit.load.findings import flags_ignored
 from kit.load.replay import served_config, simulate_load
 from kit.load.report import LoadReport
-from kit.tracing.capture import Feed, simulate_capture
+from kit.tracing.capture import CaptureReport, Feed, simulate_capture
 from kit.tracing.draft import Eagle3Draft, build_draft, load_state
 
 HEALTHY_RELEASE = "vllm==0.11.2"  # reads speculators configs, layers.0.* keys and top-level ids
+# What the measurement puts where the engine's torch.empty memory is (`load_state`'s stand-in).
+EMPTY_ASSUMPTION = "as if at PyTorch's default init (U(±1/sqrt(fan_in)), seeded), an assumption"
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,11 @@ class Wiring:
     aux_capture_given: bool | None = None  # what the deployment said; None: the release's rule
     what_if: tuple[str, ...] = ()  # what differs from the release's own wiring
     fc_applied: bool | None = None  # as measured; None until the draft has run
+    # parameters the forward reads that no checkpoint tensor writes (or only some shards of) and
+    # that the release builds with torch.empty: their values are whatever memory held, so the
+    # measurement stands them in at PyTorch's default init (`EMPTY_ASSUMPTION`)
+    empty_params: tuple[str, ...] = ()
+    aux_off_reason: str | None = None  # why the release's own rule captures nothing
 
     def describe(self) -> tuple[str, ...]:
         """The wiring as evidence lines a reader can scan."""
@@ -67,6 +76,8 @@ class Wiring:
             why = (
                 f"what-if: the deployment was given it {'on' if self.aux_capture_given else 'off'}"
             )
+        if self.aux_off_reason and self.aux_capture_given is None:
+            why += f": {self.aux_off_reason}"
         lines = [
             "healthy wiring: every tensor loaded, the trained states through fc"
             if self.healthy
@@ -75,11 +86,20 @@ class Wiring:
             f"draft fed: {feed}; fc {fc}",
             f"d2t map {'used' if self.use_d2t else 'not used'}",
         ]
+        if self.empty_params:
+            lines.append(
+                f"{len(self.empty_params)} parameters never written hold torch.empty memory "
+                f"({', '.join(self.empty_params[:4])}"
+                + (", …" if len(self.empty_params) > 4 else "")
+                + f"): measured {EMPTY_ASSUMPTION}"
+            )
         return tuple(lines + [f"what-if: {w}" for w in self.what_if])
 
     def to_dict(self) -> dict[str, Any]:
+        """The healthy wiring names no release: it is the draft as trained, whichever release
+        the kit borrows to load every tensor (a matrix for sglang read it as vLLM's wiring)."""
         return {
-            "release": str(self.release),
+            "release": None if self.healthy else str(self.release),
             "healthy": self.healthy,
             "target_class": self.target_class,
             "aux_capture": self.aux_capture,
@@ -89,6 +109,7 @@ class Wiring:
             "use_d2t": self.use_d2t,
             "fc_applied": self.fc_applied,
             "what_if": list(self.what_if),
+            "empty_params": list(self.empty_params),
         }
 
 
@@ -118,7 +139,7 @@ def plan_wiring(
     `aux_capture`: None follows the release's own rule for the class; False is a deployment
     whose target captures nothing (`--no-aux-capture`).
     """
-    release = parse_engine(engine or HEALTHY_RELEASE)
+    release = parse_engine(engine) if engine else healthy_release(ck, draft_cfg)
     cls = target_class or target_cfg.architecture
     load = simulate_load(ck, draft_cfg, release)
     captured: list[Finding] = []
@@ -131,16 +152,47 @@ def plan_wiring(
         )
         captured = list(cap.findings)
         wiring = Wiring(release, False, cls, cap.aux_capture, Feed(cap.feeds),
-                        tuple(cap.captured_layers), use_d2t, aux_capture)  # fmt: skip
+                        tuple(cap.captured_layers), use_d2t, aux_capture,
+                        aux_off_reason=_off_reason(cap, draft_cfg))  # fmt: skip
     wiring = _what_if(wiring, target_cfg, aux_layers)
     # measured as the release serves the draft: under its own config form when it refuses the
     # config as saved (the findings keep the refusal); only a server that does not start at all
     # even then is a crash
     served = load.as_served
+    wiring = replace(wiring, empty_params=empty_params(served))
     crash = _load_crash(served) if served.crashed else None
     if crash is None and wiring.feeds == Feed.CRASH:
         crash = next(f for f in captured if f.severity == Severity.CRITICAL)
     return Plan(wiring, load, list(load.findings) + captured, crash)
+
+
+def healthy_release(ck: Checkpoint, cfg: DraftConfig) -> EngineRelease:
+    """The release whose load the healthy wiring borrows: `HEALTHY_RELEASE`, or, for a draft it
+    does not run as trained (fc_norm before vllm 0.24), the first vLLM release that loads every
+    tensor and implements every trained flag, so the healthy figure has every trained module."""
+    default = parse_engine(HEALTHY_RELEASE)
+    for rel in (default, *all_releases("vllm")):
+        if flags_ignored(cfg, rel) is None and simulate_load(ck, cfg, rel).as_served.loads_cleanly:
+            return rel
+    return default
+
+
+def _off_reason(cap: CaptureReport, draft_cfg: DraftConfig) -> str | None:
+    """The draft config's switch, when it is what turned the release's capture off."""
+    if cap.aux_capture or "use_aux_hidden_state" not in cap.sources:
+        return None
+    return f"{aux_flag_key(draft_cfg)} is false"
+
+
+def empty_params(load: LoadReport) -> tuple[str, ...]:
+    """Parameters the forward reads that keep (some of) the engine's torch.empty memory."""
+    return tuple(
+        p.name
+        for p in load.params
+        if p.init == Init.UNINITIALIZED
+        and not p.unused
+        and (p.state == State.LEFT_AT_INIT or p.missing_shards)
+    )
 
 
 def _what_if(wiring: Wiring, target_cfg: TargetConfig, aux_layers: Sequence[int] | None) -> Wiring:

@@ -457,10 +457,11 @@ def load_state(
     rows); `from_target` parameters get the target's embedding / head (`target` is a
     transformers causal LM); `left_at_init` parameters get the engine's init: `ones`, `zeros`,
     `random` (PyTorch's default `nn.Linear` init) or `uninitialized`. The engine's
-    `torch.empty` leaves whatever was in memory; the stand-in here is a seeded draw at PyTorch's
-    default init scale (U(±1/sqrt(fan_in))), so runs repeat and the figure is a best case:
-    real leftover memory is never closer to the trained weights. A `d2t` key that the engine
-    consumes becomes the module's token map.
+    `torch.empty` leaves whatever was in memory, which has no value to predict from; the
+    stand-in here is a seeded draw at PyTorch's default init scale (U(±1/sqrt(fan_in))), so runs
+    repeat, and offline acceptance reports the figure as the best case of a range that reaches
+    the floor (NaN memory accepts nothing). A `d2t` key that the engine consumes becomes the
+    module's token map.
     """
     report = report.as_served  # a refused config.json: the server that ran read its rewrite
     params = dict(draft.named_parameters()) | dict(draft.named_buffers())

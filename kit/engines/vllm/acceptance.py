@@ -46,7 +46,8 @@ LOG_CALL_LINE: dict[int, Row[str]] = {
     82: Row(VersionRange("0.8.5", "0.9.2"), "metrics.py:82", "vllm 0.8.5 v1/spec_decode/metrics.py:82"),
     87: Row(VersionRange("0.9.2", "0.10.2"), "metrics.py:87", "vllm 0.9.2-0.10.1.1 metrics.py:87"),
     96: Row(VersionRange("0.10.2", "0.11.1"), "metrics.py:96", "vllm 0.10.2, 0.11.0 metrics.py:96"),
-    100: Row(VersionRange("0.11.1", "0.24.0"), "metrics.py:100", "vllm 0.11.1-0.18 metrics.py:100"),
+    100: Row(VersionRange("0.11.1", "0.19.0"), "metrics.py:100", "vllm 0.11.1-0.18 metrics.py:100"),
+    101: Row(VersionRange("0.19.0", "0.24.0"), "metrics.py:101", "vllm 0.19.0, 0.22.0 metrics.py:101"),
     120: Row(VersionRange("0.24.0"), "metrics.py:120", "vllm 0.24-0.33 metrics.py:120"),
 }  # fmt: skip
 
@@ -63,12 +64,13 @@ V0_ACCEPT_LEN = Row(
 )
 
 # Per-request figures with `--per-request-spec-decode-metrics summary|detailed`: the completion's
-# `metrics.speculative_decoding` object (absent in 0.28.0, present in 0.33.0).
+# `metrics.speculative_decoding` object (absent in 0.28.0, present from 0.29.0).
 PER_REQUEST = Row(
-    VersionRange("0.33.0"),
+    VersionRange("0.29.0"),
     "mean_acceptance_length = 1 + accepted / num_spec_steps; draft_acceptance_rate = accepted / "
     "num_draft_tokens; acceptance_histogram[j] = verify steps that accepted j drafts",
-    "0.33.0 vllm/v1/metrics/stats.py:397-422; entrypoints/generate/base/protocol.py:100-119; "
+    "0.29.0 vllm/v1/metrics/stats.py:348-366, engine/arg_utils.py:1540; 0.33.0 "
+    "vllm/v1/metrics/stats.py:397-422; entrypoints/generate/base/protocol.py:100-119; "
     "engine/arg_utils.py:1694",
 )
 

@@ -5,14 +5,16 @@ The model runner reads ids from the draft config (top level from 0.11.1, also `e
 state before each listed layer (after each from 0.18, so id n, the final pre-norm state, is
 reachable). The target must implement `SupportsEagle3` (a config-level model_type allow-list up to
 0.14). The proposer always runs `combine_hidden_states` (fc) on what it is handed and asserts the
-result is the draft's width: no width gate. Sources are paths inside the wheel's `vllm/`, with the
+result is the draft's width: no width gate. From 0.12 a draft config whose `eagle_config` says
+`use_aux_hidden_state: false` switches both off: the runner captures nothing and hands the draft
+the target's last (post-norm) hidden state, which `combine_hidden_states` returns unchanged. Sources are paths inside the wheel's `vllm/`, with the
 release they were read in.
 """
 
 from __future__ import annotations
 
 from kit.checkpoint.config import DraftConfig, TargetConfig
-from kit.engines.aux_ids import IdRule, Loop, aux_switch, default_layers, read_ids
+from kit.engines.aux_ids import IdRule, Loop, aux_flag_key, aux_switch, default_layers, read_ids
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.vllm.config import USE_AUX_SWITCH, num_aux
 from kit.engines.vllm.forward import era
@@ -24,10 +26,10 @@ RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 IDS_SOURCE: list[Row[tuple[str, ...]]] = [
     Row(VersionRange("0.9.2", "0.11.1"), (),
         "0.9.2 " + RUNNER + ":1797-1798 get_eagle3_aux_hidden_state_layers() only"),
-    Row(VersionRange("0.11.1", "0.24.0"), ("top_level",),
+    Row(VersionRange("0.11.1", "0.22.0"), ("top_level",),
         "0.11.1 " + RUNNER + ":3395-3420 hf_config.eagle_aux_hidden_state_layer_ids"),
-    Row(VersionRange("0.24.0"), ("top_level", "eagle_config"),
-        "0.24.0 " + RUNNER + ":5353-5381 top level, else eagle_config"),
+    Row(VersionRange("0.22.0"), ("top_level", "eagle_config"),
+        "0.22.0 " + RUNNER + ":5241-5253, 0.24.0 :5353-5381 top level, else eagle_config"),
 ]  # fmt: skip
 ID_RULE = Row(
     VersionRange("0.9.2"),
@@ -58,7 +60,8 @@ _ADDED: tuple[tuple[str, tuple[str, ...]], ...] = (
             *("llava", "mistral3", "qwen3_5", "step1"),
         ),
     ),
-    ("0.24.0", ("gemma4", "gemma4_mm", "laguna", "minimax_m2", "nemotron_h", "pixtral")),
+    ("0.19.0", ("pixtral",)),
+    ("0.22.0", ("gemma4", "gemma4_mm", "laguna", "minimax_m2", "nemotron_h")),
     ("0.24.0", ("qwen3_next",)),
 )
 MODULE_SINCE: dict[str, Row[bool]] = {
@@ -133,6 +136,8 @@ def capture(
     # the config switch makes combine_hidden_states return its input; a capture that is merely
     # inactive (given) still goes through fc
     config_off = off_reason is not None and aux_override is None
+    if config_off:
+        src["fc_gate"] = switch.source
     return Capture(
         aux_on=aux_on,
         config_ids=config_ids,
@@ -147,6 +152,15 @@ def capture(
         fc_gate=FcGate.SKIPPED if config_off else gate.value.fc_gate,
         unverified=unverified,
         sources=src,
+        fixes={"FC_BYPASSED": _switch_fix(draft, release)} if config_off else {},
+    )
+
+
+def _switch_fix(draft: DraftConfig, release: EngineRelease) -> str:
+    width = num_aux(draft, release) * draft.target_width
+    return (
+        f"delete `{aux_flag_key(draft)}: false` from config.json (or set it true): the draft's fc "
+        f"was trained on the target's aux states ({width} wide), not on its last hidden state"
     )
 
 

@@ -44,25 +44,25 @@ MULTI_LAYER: list[Row[bool]] = [
         EAGLE3 + ":155-165 layers for range(num_hidden_layers) (0.11.1, PR #26164)"),
 ]  # fmt: skip
 
-# fc in-width: 3·Ht until 0.18; num_aux_hidden_states / len(eagle_config ids) / 3 from 0.24.
+# fc in-width: 3·Ht until 0.19; num_aux_hidden_states / len(eagle_config ids) / 3 from 0.22.
 FC_NUM_AUX: list[Row[bool]] = [
-    Row(VersionRange("0.9.2", "0.24.0"), False, EAGLE3 + ":166-170 target_hidden_size * 3 (0.11.1)"),
-    Row(VersionRange("0.24.0"), True, EAGLE3 + " LlamaModel.__init__ num_aux (0.24.0)"),
+    Row(VersionRange("0.9.2", "0.22.0"), False, EAGLE3 + ":166-170 target_hidden_size * 3 (0.11.1)"),
+    Row(VersionRange("0.22.0"), True, EAGLE3 + ":178-190 LlamaModel.__init__ num_aux (0.22.0)"),
 ]  # fmt: skip
 
 # Trained behaviours the module implements: input_norm (norm_before_fc) from 0.18; per-chunk
-# fc_norm and norm_output from 0.24; norm_before_residual in every release.
+# fc_norm and norm_output from 0.22; norm_before_residual in every release.
 INPUT_NORM: list[Row[bool]] = [
     Row(VersionRange("0.9.2", "0.18.0"), False, EAGLE3 + " (0.14.0: no input_norm)"),
     Row(VersionRange("0.18.0"), True, EAGLE3 + " combine_hidden_states input_norm (0.18.0)"),
 ]
 FC_NORM: list[Row[bool]] = [
-    Row(VersionRange("0.9.2", "0.24.0"), False, EAGLE3 + " (0.18.0: no fc_norm)"),
-    Row(VersionRange("0.24.0"), True, EAGLE3 + " combine_hidden_states fc_norm (0.24.0)"),
+    Row(VersionRange("0.9.2", "0.22.0"), False, EAGLE3 + " (0.18.0, 0.19.0: no fc_norm)"),
+    Row(VersionRange("0.22.0"), True, EAGLE3 + ":200-201 combine_hidden_states fc_norm (0.22.0)"),
 ]
 NORM_OUTPUT: list[Row[bool]] = [
-    Row(VersionRange("0.9.2", "0.24.0"), False, EAGLE3 + ":206-207 returns the pre-norm hidden (0.11.1)"),
-    Row(VersionRange("0.24.0"), True, EAGLE3 + " norm_output (0.24.0, PR #42764)"),
+    Row(VersionRange("0.9.2", "0.22.0"), False, EAGLE3 + ":206-207 returns the pre-norm hidden (0.11.1)"),
+    Row(VersionRange("0.22.0"), True, EAGLE3 + ":221 norm_output (0.22.0, PR #42764)"),
 ]  # fmt: skip
 # eagle_config.use_aux_hidden_state: false builds no fc (nor input_norm) and skips their keys:
 # combine_hidden_states returns the target's state unchanged.
@@ -70,20 +70,23 @@ USE_AUX_SWITCH: list[Row[bool]] = [
     Row(VersionRange("0.9.2", "0.12.0"), False, EAGLE3 + " (0.11.1: fc always built and run)"),
     Row(VersionRange("0.12.0"), True,
         EAGLE3 + ":146-149 use_aux_hidden_state, :170 fc only if set, :341 combine_hidden_states "
-        "returns its input (0.12.0)"),
+        "returns its input (0.12.0); 0.12.0 vllm/v1/worker/gpu_model_runner.py:383-387 no aux "
+        "capture; 0.32.0 " + EAGLE3 + ":179-183, :209, :401-402, gpu_model_runner.py:644-648, "
+        "4952-4957 the target's last hidden state handed over"),
 ]  # fmt: skip
 NORM_BEFORE_RESIDUAL = EAGLE3 + ":69-72 getattr(config, 'norm_before_residual') (0.11.1)"
 
 # Which speculators fields `update_eagle3` copies into the draft config.
 COPIES_NORM_BEFORE_FC: list[Row[bool]] = [
-    Row(VersionRange("0.9.2", "0.24.0"), False, ALGOS + " update_eagle3 (0.18.0; vllm PR #38111)"),
-    Row(VersionRange("0.24.0"), True, ALGOS + " update_eagle3 (0.24.0)"),
+    Row(VersionRange("0.9.2", "0.19.0"), False, ALGOS + " update_eagle3 (0.18.0; vllm PR #38111)"),
+    Row(VersionRange("0.19.0"), True, ALGOS + ":38 update_eagle3 (0.19.0)"),
 ]
-# fc_norm and norm_output are copied together (0.28)
+# fc_norm and norm_output are copied together (0.25)
 COPIES_POST_NORM_FLAGS: list[Row[bool]] = [
-    Row(VersionRange("0.9.2", "0.28.0"), False, ALGOS + " update_eagle3 (0.24.0)"),
-    Row(VersionRange("0.28.0"), True, ALGOS + " update_eagle3 (0.28.0; vllm PR #46488)"),
-]
+    Row(VersionRange("0.9.2", "0.25.0"), False, ALGOS + " update_eagle3 (0.24.0)"),
+    Row(VersionRange("0.25.0"), True,
+        ALGOS + ":39-40 update_eagle3 (0.25.0; 0.32.0 :37-38; vllm PR #46488)"),
+]  # fmt: skip
 DEFAULT_NORM_BEFORE_RESIDUAL = ALGOS + ':33 config_dict.get("norm_before_residual", True) (0.11.1)'
 
 # Qwen3 drafts get their own class (q_norm / k_norm) from 0.24; before they are forced into Llama.
@@ -138,7 +141,7 @@ def constructor_failure(cfg: DraftConfig, release: EngineRelease) -> Refusal | N
 
 
 def num_aux(cfg: DraftConfig, release: EngineRelease) -> int:
-    """The fc in-width factor K; from 0.24 it reads the eagle_config ids, never the top level."""
+    """The fc in-width factor K; from 0.22 it reads the eagle_config ids, never the top level."""
     if not pick(FC_NUM_AUX, release).value:
         return 3
     if cfg.raw.get("num_aux_hidden_states"):

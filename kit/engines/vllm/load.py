@@ -3,12 +3,13 @@
 `Eagle3LlamaForCausalLM.load_weights` drops `t2d`, renames `d2t` to `draft_id_to_target_id`,
 prefixes `model.` to everything but `lm_head`, skips a few substrings, maps `midlayer.` to
 `layers.0.` and stacks q/k/v and gate/up; any other name is an error at start-up (`KeyError` up to
-0.24, `ValueError` from 0.28). After load the proposer shares the target's embedding (and in some
+0.24, `ValueError` from 0.25). After load the proposer shares the target's embedding (and in some
 releases its head) with the draft.
 """
 
 from __future__ import annotations
 
+from kit.engines.aux_ids import aux_flag_key
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.vllm.config import honours
 from kit.engines.vllm.params import D2T_ALWAYS
@@ -17,11 +18,12 @@ from kit.engines.vocab import KeyOutcome, LoadContext, Outcome, Refusal, stacked
 M = "vllm/model_executor/models/"
 LOAD = M + "llama_eagle3.py Eagle3LlamaForCausalLM.load_weights + LlamaModel.load_weights"
 
-# Unknown names: hand loop `params_dict[name]` (KeyError) until 0.24; AutoWeightsLoader after.
+# Unknown names: hand loop `params_dict[name]` (KeyError) until 0.24; AutoWeightsLoader from 0.25
+# (0.25.0 llama_eagle3.py:256-269 LlamaModel.load_weights with hf_to_vllm_mapper).
 UNKNOWN_KEY: list[Row[str]] = [
-    Row(VersionRange("0.9.2", "0.28.0"), "KeyError", LOAD + " (params_dict[name], 0.9.2-0.24.0)"),
-    Row(VersionRange("0.28.0"), "ValueError",
-        M + "utils.py AutoWeightsLoader._load_module (0.28.0, 0.33.0)"),
+    Row(VersionRange("0.9.2", "0.25.0"), "KeyError", LOAD + " (params_dict[name], 0.9.2-0.24.0)"),
+    Row(VersionRange("0.25.0"), "ValueError",
+        M + "utils.py AutoWeightsLoader._load_module (0.25.0, 0.28.0 :389, 0.32.0 :443)"),
 ]  # fmt: skip
 
 # Skip rules added to the loader's skip set.
@@ -29,11 +31,13 @@ SKIP_FC_WITHOUT_AUX = Row(VersionRange("0.12.0"), "fc.", LOAD + " (skip_substrs,
 SKIP_INPUT_NORM = Row(VersionRange("0.18.0"), "input_norm.", LOAD + " (skip_substrs, ≥0.18.0)")
 SKIP_MASK_HIDDEN = Row(VersionRange("0.18.0"), "mask_hidden", LOAD + " (≥0.18.0)")
 
-# 0.33 ignores unexpected `.bias` keys (AutoWeightsLoader) instead of failing.
+# From 0.25 (AutoWeightsLoader) an unexpected `.bias` key is ignored instead of failing.
 IGNORE_UNEXPECTED_BIAS: list[Row[bool]] = [
-    Row(VersionRange("0.9.2", "0.33.0"), False, LOAD),
-    Row(VersionRange("0.33.0"), True, M + "utils.py AutoWeightsLoader (0.33.0: .bias ignored)"),
-]
+    Row(VersionRange("0.9.2", "0.25.0"), False, LOAD + " (params_dict[name], 0.9.2-0.24.0)"),
+    Row(VersionRange("0.25.0"), True,
+        M + "utils.py AutoWeightsLoader.load_weights appends '.bias' to ignore_unexpected_suffixes "
+        "(0.25.0 :402; 0.28.0 :404; 0.32.0 :458)"),
+]  # fmt: skip
 
 # Sharing the target's embedding / head after load.
 SHARING: list[Row[str]] = [
@@ -45,6 +49,15 @@ SHARING: list[Row[str]] = [
         "vllm/v1/spec_decode/eagle.py:998-1075 has_own_embed_tokens / has_own_lm_head (0.11.1; "
         "0.33 llm_base_proposer.py)"),
 ]  # fmt: skip
+
+# vLLM's own "Following weights were not initialized from checkpoint" check runs only on the set
+# of names a model's load_weights returns; the draft's outer load_weights returns nothing in every
+# release read (0.9.2 … 0.33.0), so the check never runs for it: a parameter no key writes keeps
+# its torch.empty memory, without a word (NaN: nothing is accepted; else any value at all).
+UNWRITTEN = (
+    "0.9.2 " + M + "llama_eagle3.py:237-263 returns None, model_loader/default_loader.py:269-282 "
+    "checks only a returned set; 0.32.0 llama_eagle3.py:420-470, default_loader.py:498-518"
+)
 
 # Shapes are checked by the weight loaders, never silently.
 SHAPE_CHECK = (
@@ -70,9 +83,8 @@ def resolve_key(key: str, ctx: LoadContext) -> KeyOutcome:
         return KeyOutcome(key, Outcome.IGNORED, message="parallel-drafting buffer", source=LOAD)
     if "lm_head" not in name:
         name = "model." + name
-    no_aux = cfg.eagle_config.get("use_aux_hidden_state") is False
-    if rel in SKIP_FC_WITHOUT_AUX.versions and no_aux and "fc." in name:
-        msg = "skipped: eagle_config.use_aux_hidden_state is false"
+    if rel in SKIP_FC_WITHOUT_AUX.versions and not cfg.use_aux_hidden_state and "fc." in name:
+        msg = f"skipped: {aux_flag_key(cfg)} is false"
         return KeyOutcome(key, Outcome.IGNORED, message=msg, source=SKIP_FC_WITHOUT_AUX.source)
     skip_input_norm = rel in SKIP_INPUT_NORM.versions and not honours(cfg, rel).norm_before_fc
     if skip_input_norm and "input_norm." in name:

@@ -13,12 +13,13 @@ from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.vllm.config import EAGLE3, builds_fc, honours, is_qwen3, num_aux, num_layers
 from kit.engines.vocab import Init, ParamSpec, pad64
 
-# draft_id_to_target_id: always built until 0.28; 0.33 builds it only when Vd != V.
+# draft_id_to_target_id: always built until 0.29; from 0.30 only when Vd != V.
 D2T_ALWAYS: list[Row[bool]] = [
-    Row(VersionRange("0.9.2", "0.33.0"), True,
-        EAGLE3 + ":285-288 draft_id_to_target_id = zeros(draft_vocab_size) (0.11.1)"),
-    Row(VersionRange("0.33.0"), False,
-        EAGLE3 + " Eagle3LlamaForCausalLM.__init__ (0.33.0: only if draft_vocab_size != vocab)"),
+    Row(VersionRange("0.9.2", "0.30.0"), True,
+        EAGLE3 + ":285-288 draft_id_to_target_id = zeros(draft_vocab_size) (0.11.1; 0.29.0 "
+        ":304-307)"),
+    Row(VersionRange("0.30.0"), False,
+        EAGLE3 + ":338-345 only if draft_vocab_size != target vocab (0.30.0, 0.32.0, 0.33.0)"),
 ]  # fmt: skip
 
 LATER_LAYERS_OPEN_WITH_INPUT_LAYERNORM = (

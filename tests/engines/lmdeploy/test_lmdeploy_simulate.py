@@ -44,6 +44,11 @@ KEYERROR_LAYERS = {
     "layers.0." + k: ("error", f"KeyError: '{p.replace('.midlayer.', '.layers.0.')}'", None)
     for k, (p, _) in MIDLAYER.items()
 }
+# a server that fails at start-up loads no key: the others carry the first error it meets
+# (sorted keys: layers.0.hidden_norm.weight is the first decoder-layer name looked up)
+FIRST = "KeyError: 'model.layers.0.hidden_norm.weight'"
+NOT_LOADED = f"not loaded: the server fails at start-up ({FIRST})"
+CRASHED_TOP = {k: ("error", NOT_LOADED, None) for k in TOP}
 
 
 def simulate(path, engine: str) -> dict:
@@ -71,10 +76,10 @@ def served_fates(data: dict) -> dict[str, tuple]:
         (LAYOUTS / "eagle-official", None, {**TOP, **LOADED_MIDLAYER}),
         (LAYOUTS / "specforge", "RuntimeError: Can not found rewrite for architectures: "
          "['LlamaForCausalLMEagle3']", {**TOP, **LOADED_MIDLAYER}),
-        (LAYOUTS / "speculators-trainer", "AttributeError", {**TOP, **KEYERROR_LAYERS}),
-        (LAYOUTS / "speculators-converter", "AttributeError", {**TOP, **KEYERROR_LAYERS}),
-        (SAMPLE, "AttributeError", {**TOP, **KEYERROR_LAYERS}),
-        (DATA / "pair" / "draft", "AttributeError", {**TOP, **KEYERROR_LAYERS}),
+        (LAYOUTS / "speculators-trainer", "AttributeError", {**CRASHED_TOP, **KEYERROR_LAYERS}),
+        (LAYOUTS / "speculators-converter", "AttributeError", {**CRASHED_TOP, **KEYERROR_LAYERS}),
+        (SAMPLE, "AttributeError", {**CRASHED_TOP, **KEYERROR_LAYERS}),
+        (DATA / "pair" / "draft", "AttributeError", {**CRASHED_TOP, **KEYERROR_LAYERS}),
     ],
     ids=["eagle-official", "specforge", "speculators-trainer", "speculators-converter",
          "sample", "pair"],

@@ -77,9 +77,9 @@ def test_speculators_config_refused_and_layers_0_not_read(folder):
     assert rewritten.outcome("layers.0.mlp.up_proj.weight").outcome == "dropped_silently"
     assert rewritten.crashed and "model.midlayer" in codes(rewritten)["STARTUP_CRASH"].title
     assert codes(rewritten)["KEYS_SILENTLY_DROPPED"].root_cause
-    # the trainer's frozen copy of the target embedding is not read (target width == draft's)
+    # the frozen copy of the target embedding is not read, and the server that skips it fails
     embed = [k.outcome for k in rewritten.keys if k.key == "embed_tokens.weight"]
-    assert embed == ([] if "converter" in folder.name else ["ignored"])
+    assert embed == ([] if "converter" in folder.name else ["error"])  # the server never starts
 
 
 def test_fix_writes_the_form_it_reads(tmp_path):
@@ -197,12 +197,16 @@ def test_constructor_failures(tmp_path, changes, message):
 
 def test_norm_flags_are_not_honoured(tmp_path):
     """`config.honours` (SPEC:143-206 reads no norm flag): a draft trained with norm_before_fc
-    runs without it, and its input_norm.weight is read by no module."""
+    runs without it, and its input_norm.weight is read by no module: a trained module skipped,
+    a root cause."""
     cfg = flat(eagle_config={"norm_before_fc": True})
     folder = write(tmp_path / "d", {**midlayer_keys(), "input_norm.weight": (96,)}, cfg)
     report = sim(folder, TRT)
     assert report.outcome("input_norm.weight").outcome == "dropped_silently"
-    assert codes(report)["TRAINED_FLAG_IGNORED"].data["flags"]["norm_before_fc"]["runs"] is False
+    skipped = codes(report)["TRAINED_MODULE_SKIPPED"]
+    assert skipped.root_cause and skipped.data["modules"] == {
+        "norm_before_fc": ["input_norm.weight"]
+    }
 
 
 def test_model_prefixed_keys_are_not_read(tmp_path):
