@@ -168,7 +168,6 @@ def test_installed_release_is_the_one_the_suite_names():
     assert installed_release() == RELEASE
 
 
-@pytest.mark.xfail(strict=True, reason=FIX_PENDING + ": vllm==0.32.0 answered as 0.28.0")
 def test_installed_release_is_one_the_kit_has_read():
     from kit.engines import parse_engine, release_findings
 
