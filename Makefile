@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test fuzz lint format lab bench data clean check-core
+.PHONY: demo test test-engine fuzz lint format lab bench data clean check-core
 
 # The package with every extra, editable, resolved together with requirements.txt: its pins are
 # the lock of this venv (torch's CPU build among them); pyproject.toml's ranges are what a user's
@@ -21,7 +21,25 @@ demo: $(STAMP)
 # the notebook runs on one core while the rest share the other. TEST_WORKERS=0: serial.
 TEST_WORKERS ?= 2
 test: $(STAMP) lint
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --ignore=tests_engine
+
+# The real engine on the bundled pair (tests_engine/, README "The real engine"): vLLM's CPU build
+# in its own venv. It pulls CUDA-linked torchvision, torchaudio and torchcodec that vLLM's imports
+# fail on without CUDA, so they go; the kit goes in without its notebook stack.
+VLLM_VENV ?= .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
+
+$(VLLM_STAMP): requirements-vllm.txt
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-vllm.txt
+	$(VLLM_VENV)/bin/pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $(VLLM_STAMP)
+
+# its own --basetemp: pytest prunes the shared default one while the engines still write there
+test-engine: $(VLLM_STAMP)
+	$(VLLM_VENV)/bin/python -m pytest -q -rxXf -p no:cacheprovider --basetemp=runs/test-engine \
+		tests_engine
 
 # The long fuzz profile (CI): new cases on every run, a few hundred to a thousand per test, under
 # six minutes on 2 cores. `make test` runs the same tests with the bounded profile (docs/limits.md).

@@ -133,13 +133,20 @@ def offline(
     *,
     aux_capture: bool | None = None,
     target_class: str | None = None,
+    backend: str | None = None,
     **options: Any,
 ) -> OfflineRow:
     """What the draft reaches on its target: healthy (no `engine`), or as `engine` deploys it
     (its load and its capture for the target class; `aux_capture=False`: given off), judged
-    against healthy. `options`: k, prompts, temperature, top_p, seed, prompt_format, device …"""
+    against healthy. `options`: k, prompts, temperature, top_p, seed, prompt_format, device …
+
+    `backend="vllm"`: the same prompts and settings measured in the installed vLLM
+    (`tensor_parallel_size`, `engine_dtype`, `engine_log` options); the row is the engine's,
+    its first finding says whether it agrees with the kit's prediction for that release."""
     from kit.offline_acceptance import as_deployed, healthy
 
+    if backend is not None:
+        return _engine_row(target, draft, engine, backend, aux_capture, target_class, options)
     reference = healthy(target, draft, **options)
     if engine is None:
         return reference
@@ -147,6 +154,19 @@ def offline(
         target, draft, engine, aux_capture=aux_capture, target_class=target_class,
         against=reference, **options,
     )  # fmt: skip
+
+
+def _engine_row(target, draft, engine, backend, aux_capture, target_class, options):
+    from kit.errors import KitError
+
+    if backend != "vllm":
+        raise KitError(f"unknown backend {backend!r}: the one backend is vllm")
+    from kit.offline_acceptance.vllm_backend import rows_in_vllm
+
+    rows = rows_in_vllm(
+        target, draft, engine, aux_capture=aux_capture, target_class=target_class, **options
+    )
+    return rows[-1]
 
 
 @names_extras

@@ -28,6 +28,11 @@ MATRIX_SETS_ITS_WIRING = (
     "--aux-layers and --no-d2t, or run without --matrix"
 )
 
+BACKEND_RUNS_THE_DRAFT = (
+    "--backend runs the draft as given in the real engine: drop --matrix, --aux-layers and "
+    "--no-d2t (what-ifs the engine cannot be given), or run without --backend"
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", required=True, metavar="DIR", help="transformers model folder")
@@ -73,6 +78,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["auto", "balanced", "balanced_low_0", "sequential"],
         help="spread the target over every visible device (accelerate)",
     )
+    real = parser.add_argument_group("the real engine")
+    real.add_argument(
+        "--backend",
+        choices=["vllm"],
+        help="measure in the installed engine too (in-process vllm.LLM): its own counters beside "
+        "the kit's prediction for that release",
+    )
+    real.add_argument(
+        "--tensor-parallel-size", type=positive_int, default=1, help="GPUs for the target (vllm)"
+    )
+    real.add_argument(
+        "--engine-dtype",
+        default="float32",
+        help="the engine's dtype (default float32, the kit's arithmetic; bfloat16 for a big target)",
+    )
+    real.add_argument("--engine-log", metavar="FILE", help="write the engine's own log here")
     parser.add_argument(
         "--matrix",
         action="store_true",
@@ -104,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
         "progress": not args.json,
     }
     Options(**options)  # every option checked before the target loads
+    if args.backend:
+        return _backend(args, options)
     common = {"prompts": _prompts(args), **options}
     common["target"] = load_target(args.target, args.device, args.device_map)
     if args.matrix:
@@ -123,11 +146,36 @@ def run(args: argparse.Namespace) -> int:
         if len(rows) == 2:  # measured first, so a bad option stops the run before any work
             judge(rows[1], rows[0])
         gated = rows[-1].findings
+    return _report(args, rows, "matrix" if args.matrix else "rows", gated)
+
+
+def _backend(args: argparse.Namespace, options: dict) -> int:
+    """Healthy, the kit's prediction for the installed engine, and the engine's own figures."""
+    from kit.offline_acceptance.vllm_backend import installed_release, rows_in_vllm
+
+    if args.matrix or args.aux_layers or args.no_d2t:
+        raise KitError(BACKEND_RUNS_THE_DRAFT)
+    installed_release()  # one line and exit 2 before any work when vLLM is not importable
+    rows = rows_in_vllm(
+        args.target,
+        args.draft,
+        args.engine,
+        aux_capture=False if args.no_aux_capture else None,
+        target_class=args.target_class,
+        prompts=_prompts(args),
+        tensor_parallel_size=args.tensor_parallel_size,
+        engine_dtype=args.engine_dtype,
+        engine_log=args.engine_log,
+        **options,
+    )
+    return _report(args, rows, "rows", rows[-1].findings)
+
+
+def _report(args: argparse.Namespace, rows: list, key: str, gated: list) -> int:
     if args.json:
         from kit.findings import dumps
         from kit.schema import stamped
 
-        key = "matrix" if args.matrix else "rows"
         print(dumps(stamped("offline", {key: [r.to_dict() for r in rows]})))
     else:
         from kit.report.console import make_console, print_findings, quiet
