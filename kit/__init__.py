@@ -40,12 +40,11 @@ from kit.api import (
 )
 from kit.errors import KitError
 from kit.findings import Finding, Severity
+from kit.version import __version__
 
 # Bound after the package is imported, so `kit.watch` is the context manager; the package's
 # modules stay reachable as `kit.watch.report` etc. through the import system.
 from kit.watch import watch
-
-__version__ = "0.2.0"
 
 # The report types, imported on first use: name -> module.
 _REPORTS = {

@@ -16,11 +16,11 @@ import json
 import os
 import sys
 
-from kit import __version__
 from kit.commands._common import severity
 from kit.errors import KitError
 from kit.extras import missing_extra
 from kit.findings import Severity
+from kit.version import __version__
 
 COMMANDS = (
     "inspect",
@@ -50,6 +50,7 @@ SUMMARY = {
     "deployment": "check a launch line and the draft/target configs",
     "doctor": "every check at once, findings ranked, root causes first",
     "run": "the notebooks headless + postmortem.html ([notebooks] extra)",
+    "watch": "run a vLLM or SGLang command, the kit watching inside it",
 }
 
 EPILOG = """\

@@ -30,7 +30,7 @@ SCHEMA_VERSIONS: dict[str, int] = {
 
 def stamped(report: str, body: dict[str, Any]) -> dict[str, Any]:
     """`body` with the report's name and versions in front (its own keys kept as they were)."""
-    from kit import __version__
+    from kit.version import __version__
 
     return {
         "report": report,

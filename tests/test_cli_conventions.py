@@ -8,9 +8,8 @@ import os
 import subprocess
 import sys
 
-from conftest import DATA, DRAFT, ROOT
-
 from kit.cli import COMMANDS, SUMMARY, build_parser
+from tests.conftest import DATA, DRAFT, ROOT
 
 BEFORE = DATA / "incident" / "logs" / "before.log"
 ESC = "\x1b["

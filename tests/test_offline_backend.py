@@ -9,7 +9,6 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-from conftest import DRAFT, TARGET
 
 import kit
 from kit.errors import KitError
@@ -18,6 +17,7 @@ from kit.offline_acceptance import OfflineRow, healthy
 from kit.offline_acceptance.result import OfflineResult
 from kit.offline_acceptance.sampling import Counts
 from kit.offline_acceptance.vllm_backend import INSTALL, _counts, engine_against_kit
+from tests.conftest import DRAFT, TARGET
 
 
 def test_cli_without_vllm_says_how_to_install_it():

@@ -7,13 +7,13 @@ import json
 import shutil
 
 import pytest
-from conftest import DATA, DRAFT, SAMPLE, TARGET
 from engine_servers import SGLang, serve
 from package.schemas import SCHEMAS, problems, schema_for
 
 import kit
 from kit.cli import main
 from kit.schema import SCHEMA_VERSIONS
+from tests.conftest import DATA, DRAFT, SAMPLE, TARGET
 
 INCIDENT = DATA / "incident"
 LOGS = INCIDENT / "logs"

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import DRAFT, ROOT, TARGET
 from safetensors.torch import load_file, save_file
 
 from kit.errors import KitError
@@ -25,6 +24,7 @@ from kit.report.runs import Status, StepResult
 from kit.watch.analyze import PREFIX, load_watch_report, render_block, watch_findings
 from kit.watch.recorder import LoadRecorder
 from kit.watch.report import read_report, update_report
+from tests.conftest import DRAFT, ROOT, TARGET
 
 REPORTS = Path(__file__).parent / "watch_reports"
 BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)

@@ -35,10 +35,13 @@ def disagreements(report: dict[str, Any]) -> list[Finding]:
     draft = _path(report, "draft_path")
     if release is None or draft is None:
         return []
-    import kit
+    from kit.checkpoint.config import load_draft_config
+    from kit.checkpoint.files import open_checkpoint
+    from kit.load.replay import simulate_load
 
     try:
-        predicted = kit.simulate(draft, release).as_served
+        ck, cfg = open_checkpoint(draft), load_draft_config(draft)
+        predicted = simulate_load(ck, cfg, release).as_served
     except KitError as e:
         return [_disagree(release, "could not replay the load", [f"kit: {e}"], name)]
     out = []
@@ -108,10 +111,12 @@ def _crash_difference(report: dict[str, Any], predicted: Any) -> list[str]:
 def _capture_differences(
     report: dict[str, Any], draft: Path, target: Path, release: str
 ) -> list[str]:
-    import kit
+    from kit.checkpoint.config import load_draft_config, load_target_config
+    from kit.tracing.shapes import trace_draft
 
     try:
-        traced = kit.trace(draft, target, release)
+        cfg, target_cfg = load_draft_config(draft), load_target_config(target)
+        traced = trace_draft(target_cfg, cfg, release, None, None, False, "meta")
     except KitError as e:
         return [f"kit could not trace: {e}"]
     ff = report["first_forward"]

@@ -27,7 +27,9 @@ def test_sglang_default_ids_are_inputs_of_layers_2_half_and_minus_3():
     r = simulate_capture(target(n=32), flat_draft(), "sglang==0.4.10")
     assert r.engine_layer_ids == [2, 16, 29] == r.captured_layers
     assert r.config_layer_ids is None and r.hidden_width == 3 * 4096
-    assert r.fc_applied and r.feeds == Feed.AUX_CONCAT and not r.findings
+    assert r.fc_applied and r.feeds == Feed.AUX_CONCAT
+    # no ids in the config: the default is named, as information (it is the trainers' default)
+    assert [(f.code, f.severity.name) for f in r.findings] == [("AUX_IDS_DEFAULT", "INFO")]
     r61 = simulate_capture(target(n=61, hidden=7168), flat_draft(hidden=7168), "sglang==0.4.10")
     assert r61.captured_layers == [2, 30, 58] == default_layers(61)
 
