@@ -13,7 +13,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kit.checkpoint.config import DraftConfig, TargetConfig, parse_draft_config, read_json
+from kit.checkpoint.config import (
+    DraftConfig,
+    TargetConfig,
+    architectures,
+    parse_draft_config,
+    parse_target_config,
+    read_json,
+)
 from kit.checkpoint.files import Checkpoint, open_checkpoint
 
 if TYPE_CHECKING:
@@ -25,6 +32,27 @@ WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 def has_weights(path: Path) -> bool:
     """A file, or a folder holding tensors (a folder with only config.json is a config)."""
     return path.is_file() or any(any(path.glob(p)) for p in WEIGHT_PATTERNS)
+
+
+def looks_like_draft(ck: Checkpoint) -> bool:
+    """A checkpoint with an `fc` (the aux-state projection) is a draft's, whatever its config."""
+    return "fc.weight" in ck.tensors or "model.fc.weight" in ck.tensors
+
+
+def classify_config(raw: dict, path: Path, ck: Checkpoint | None) -> DraftConfig | TargetConfig:
+    """A config.json as read: a draft's when it says so (or its checkpoint looks like one),
+    else a target's."""
+    archs = " ".join(architectures(raw, path))
+    is_draft = (
+        "transformer_layer_config" in raw
+        or "draft_vocab_size" in raw
+        or "eagle_config" in raw
+        or "eagle" in archs.lower()
+        or (ck is not None and looks_like_draft(ck))
+    )
+    if is_draft:
+        return parse_draft_config(raw, path)
+    return parse_target_config(raw, path)
 
 
 @dataclass
@@ -40,8 +68,6 @@ class Draft:
     @cached_property
     def config(self) -> DraftConfig | TargetConfig | None:
         """The config as inspection reads it: a draft's, or a target's when it is none."""
-        from kit.checkpoint.inspection import classify_config
-
         if self.raw is None or self.config_path is None:
             return None
         return classify_config(self.raw, self.config_path, self.checkpoint)

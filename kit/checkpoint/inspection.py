@@ -20,12 +20,9 @@ import numpy as np
 from kit.checkpoint.config import (
     DraftConfig,
     TargetConfig,
-    architectures,
-    parse_draft_config,
-    parse_target_config,
     read_json,
 )
-from kit.checkpoint.draft import Draft, open_draft
+from kit.checkpoint.draft import Draft, classify_config, looks_like_draft, open_draft
 from kit.checkpoint.files import (
     FLOAT_DTYPES,
     SAMPLE_BYTES,
@@ -111,22 +108,6 @@ def load_config(ck: Checkpoint) -> DraftConfig | TargetConfig | None:
     return classify_config(read_json(ck.config_path), ck.config_path, ck)
 
 
-def classify_config(raw: dict, path: Path, ck: Checkpoint | None) -> DraftConfig | TargetConfig:
-    """A config.json as read: a draft's when it says so (or its checkpoint looks like one),
-    else a target's."""
-    archs = " ".join(architectures(raw, path))
-    is_draft = (
-        "transformer_layer_config" in raw
-        or "draft_vocab_size" in raw
-        or "eagle_config" in raw
-        or "eagle" in archs.lower()
-        or (ck is not None and _looks_like_draft(ck))
-    )
-    if is_draft:
-        return parse_draft_config(raw, path)
-    return parse_target_config(raw, path)
-
-
 def inspect_checkpoint(
     path: str | Path | Draft, stats: StatsRead = StatsRead.SAMPLED
 ) -> InspectionReport:
@@ -141,7 +122,7 @@ def inspect_checkpoint(
     findings = [*check_keys(ck, draft, cfg), *check_dtypes(ck)]
     if draft is not None:
         findings += check_shapes(ck, draft)
-    if stats is StatsRead.SAMPLED and draft is None and not _looks_like_draft(ck):
+    if stats is StatsRead.SAMPLED and draft is None and not looks_like_draft(ck):
         stats = StatsRead.NONE
     tensor_stats: dict[str, TensorStats] = {}
     if stats is not StatsRead.NONE:
@@ -215,7 +196,7 @@ def check_keys(
             )
         )
     extra = [k for k in ck.tensors if not _known_draft_key(k)]
-    if extra and (draft is not None or _looks_like_draft(ck)):
+    if extra and (draft is not None or looks_like_draft(ck)):
         verifier = [k for k in extra if k.startswith("verifier_")]
         out.append(
             Finding(
@@ -243,10 +224,6 @@ def _known_draft_key(key: str) -> bool:
     if lk.index is None:
         return bool(_KNOWN_TOP.match(lk.rest))
     return bool(_KNOWN_LAYER.match(lk.rest))
-
-
-def _looks_like_draft(ck: Checkpoint) -> bool:
-    return _has(ck, "fc.weight")
 
 
 def check_dtypes(ck: Checkpoint) -> list[Finding]:
