@@ -44,7 +44,7 @@ test-engine: $(VLLM_STAMP)
 # The long fuzz profile (CI): new cases on every run, a few hundred to a thousand per test, under
 # six minutes on 2 cores. `make test` runs the same tests with the bounded profile (docs/limits.md).
 fuzz: $(STAMP)
-	KIT_FUZZ=long $(PY) -m pytest -q tests/fuzz
+	KIT_FUZZ=long $(PY) -m pytest -q tests/fuzz $(FUZZ_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
