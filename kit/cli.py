@@ -30,6 +30,12 @@ COMMANDS = (
 )
 
 EXIT_BAD_INPUT = 2
+# The commands that take a draft or target, which may be a Hub repo id (`org/name[@rev]`).
+HUB_COMMANDS = ("inspect", "simulate", "fix", "trace", "offline", "deployment", "doctor", "run")
+DOWNLOAD_HELP = (
+    "for a Hub repo id: download the whole repo (weights included) instead of reading only "
+    "config.json, the index and the safetensors headers by range"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"kit.commands.{name}")
         p = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(p)
+        if name in HUB_COMMANDS:
+            p.add_argument("--download", action="store_true", help=DOWNLOAD_HELP)
         p.set_defaults(_run=module.run)
     return parser
 
@@ -50,6 +58,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command in HUB_COMMANDS:
+            from kit.checkpoint.hub import report_sources, resolve_arguments
+
+            resolve_arguments(args)
+            try:
+                return int(args._run(args) or 0)
+            finally:
+                report_sources()
         return int(args._run(args) or 0)
     except KitError as e:
         if getattr(args, "json", False):  # a program reading stdout gets the error there too

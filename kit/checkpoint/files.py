@@ -14,8 +14,11 @@ import json
 import math
 import re
 import struct
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kit.errors import KitError
 from kit.load.undo import UNDO_SUFFIX, torn_files
@@ -88,10 +91,12 @@ class Checkpoint:
     tensors: dict[str, TensorInfo]
     config_path: Path | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    # a checkpoint on the Hub (kit.checkpoint.hub.HubSource): tensor bytes are read by range
+    source: Any = None
 
     @property
     def folder(self) -> Path:
-        return self.path if self.path.is_dir() else self.path.parent
+        return self.path if self.path.is_dir() or self.source else self.path.parent
 
     def keys(self) -> list[str]:
         return list(self.tensors)
@@ -104,6 +109,12 @@ class Checkpoint:
         info = self.tensors[name]
         if self.kind == "pickle":
             return _load_pickle(info.file)[name]
+        if self.source is not None and info.offsets is not None:
+            import torch
+
+            raw = self.source.read(info.file, info.offsets[0], info.nbytes) if info.nbytes else b""
+            flat = torch.frombuffer(bytearray(raw), dtype=getattr(torch, _ST_TO_TORCH[info.dtype]))
+            return flat.reshape(info.shape)
         from safetensors import safe_open
 
         with safe_open(str(info.file), framework="pt") as f:
@@ -132,16 +143,14 @@ def _refuse_torn(ck: Checkpoint) -> None:
 
 
 def _open(path: str | Path) -> Checkpoint:
-    p = Path(path)
+    from kit.checkpoint import hub
+
+    p = hub.resolve(path)
     if not p.exists():
-        resolved = _resolve_hf_cache(str(path))
-        if resolved is None:
-            raise KitError(
-                "no such file or folder (nor a Hugging Face repo id in the local cache)", p
-            )
-        p = resolved
+        raise KitError("no such file or folder (nor a Hugging Face Hub repo id)", p)
     if p.is_dir():
-        return _open_folder(p)
+        source = hub.source_of(p)
+        return hub.open_remote(source) if source is not None else _open_folder(p)
     if p.name.endswith(".index.json"):
         return _open_index(p)
     if p.suffix == ".safetensors":
@@ -272,24 +281,33 @@ def _read_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
         size = file.stat().st_size
         with open(file, "rb") as f:
             head = f.read(8)
-            if len(head) < 8:
-                raise KitError(
-                    f"truncated: {size} bytes, shorter than the 8-byte header length", file
-                )
-            (n,) = struct.unpack("<Q", head)
-            if n > MAX_HEADER_BYTES:
-                raise KitError(
-                    f"header length {n} is implausible (limit {MAX_HEADER_BYTES}); not a safetensors file",
-                    file,
-                )
-            if 8 + n > size:
-                raise KitError(
-                    f"header length {n} runs past the end of the file ({size} bytes); truncated?",
-                    file,
-                )
+            n = header_length(head, size, file)
             raw = f.read(n)
     except OSError as e:
         raise KitError(f"cannot read: {e.strerror}", file) from None
+    return parse_header(raw, size, file)
+
+
+def header_length(head: bytes, size: int, file: Path) -> int:
+    """The JSON header's length from a file's first 8 bytes, checked against the file's size."""
+    if len(head) < 8:
+        raise KitError(f"truncated: {size} bytes, shorter than the 8-byte header length", file)
+    (n,) = struct.unpack("<Q", head[:8])
+    if n > MAX_HEADER_BYTES:
+        raise KitError(
+            f"header length {n} is implausible (limit {MAX_HEADER_BYTES}); not a safetensors file",
+            file,
+        )
+    if 8 + n > size:
+        raise KitError(
+            f"header length {n} runs past the end of the file ({size} bytes); truncated?", file
+        )
+    return n
+
+
+def parse_header(raw: bytes, size: int, file: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
+    """Validate the JSON header `raw` of a `size`-byte safetensors file, wherever its bytes came
+    from (a local file, or ranges read from the Hub): the same checks give the same verdict."""
     try:
         header = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -299,49 +317,55 @@ def _read_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
     metadata = header.pop("__metadata__", None) or {}
     if not isinstance(metadata, dict):
         raise KitError("header __metadata__ is not a JSON object of strings", file)
-    data_start = 8 + n
+    data_start = 8 + len(raw)
     data_len = size - data_start
     tensors: dict[str, TensorInfo] = {}
     spans: list[tuple[int, int, str]] = []
     for name, entry in header.items():
-        if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= entry.keys():
-            raise KitError(f"header entry {name!r} lacks dtype/shape/data_offsets", file)
-        dtype = entry["dtype"]
-        if not isinstance(dtype, str) or dtype not in DTYPE_SIZES:
-            raise KitError(f"tensor {name!r} has unknown dtype {dtype!r}", file)
-        shape = entry["shape"]
-        offs = entry["data_offsets"]
-        if (
-            not isinstance(shape, list)
-            or not all(isinstance(d, int) and d >= 0 for d in shape)
-            or not isinstance(offs, list)
-            or len(offs) != 2
-            or not all(isinstance(o, int) for o in offs)
-        ):
-            raise KitError(f"tensor {name!r} has a malformed shape or data_offsets", file)
-        begin, end = offs
-        numel = 1
-        for d in shape:
-            numel *= d
-        expected = numel * DTYPE_SIZES[dtype]
-        if not 0 <= begin <= end:
-            raise KitError(f"tensor {name!r} has data_offsets {offs} out of order", file)
-        if end > data_len:
-            raise KitError(
-                f"tensor {name!r} data [{begin}, {end}) runs outside the {data_len}-byte data section; truncated?",
-                file,
-            )
-        if end - begin != expected and dtype != "F4":
-            raise KitError(
-                f"tensor {name!r} spans {end - begin} bytes but {dtype}{shape} needs {expected}",
-                file,
-            )
+        tensors[name] = _tensor_entry(name, entry, data_start, data_len, file)
+        begin, end = entry["data_offsets"]
         spans.append((begin, end, name))
-        tensors[name] = TensorInfo(
-            name, dtype, tuple(shape), end - begin, file, (data_start + begin, data_start + end)
-        )
     _check_coverage(spans, data_len, file)
     return tensors, {str(k): str(v) for k, v in metadata.items()}
+
+
+def _tensor_entry(
+    name: str, entry: object, data_start: int, data_len: int, file: Path
+) -> TensorInfo:
+    if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= entry.keys():
+        raise KitError(f"header entry {name!r} lacks dtype/shape/data_offsets", file)
+    dtype = entry["dtype"]
+    if not isinstance(dtype, str) or dtype not in DTYPE_SIZES:
+        raise KitError(f"tensor {name!r} has unknown dtype {dtype!r}", file)
+    shape = entry["shape"]
+    offs = entry["data_offsets"]
+    if (
+        not isinstance(shape, list)
+        or not all(isinstance(d, int) and d >= 0 for d in shape)
+        or not isinstance(offs, list)
+        or len(offs) != 2
+        or not all(isinstance(o, int) for o in offs)
+    ):
+        raise KitError(f"tensor {name!r} has a malformed shape or data_offsets", file)
+    begin, end = offs
+    numel = 1
+    for d in shape:
+        numel *= d
+    expected = numel * DTYPE_SIZES[dtype]
+    if not 0 <= begin <= end:
+        raise KitError(f"tensor {name!r} has data_offsets {offs} out of order", file)
+    if end > data_len:
+        raise KitError(
+            f"tensor {name!r} data [{begin}, {end}) runs outside the {data_len}-byte data section; truncated?",
+            file,
+        )
+    if end - begin != expected and dtype != "F4":
+        raise KitError(
+            f"tensor {name!r} spans {end - begin} bytes but {dtype}{shape} needs {expected}", file
+        )
+    return TensorInfo(
+        name, dtype, tuple(shape), end - begin, file, (data_start + begin, data_start + end)
+    )
 
 
 def _check_coverage(spans: list[tuple[int, int, str]], data_len: int, file: Path) -> None:
@@ -375,7 +399,8 @@ def _open_single(file: Path) -> Checkpoint:
     return Checkpoint(file, "safetensors", [file], tensors, _config_beside(file.parent), meta)
 
 
-def _open_index(index: Path) -> Checkpoint:
+def read_index_shards(index: Path) -> tuple[dict[str, str], list[str]]:
+    """An index's weight map and the shards it names, each inside the index's folder."""
     try:
         data = json.loads(index.read_text())
         weight_map = data["weight_map"]
@@ -387,13 +412,19 @@ def _open_index(index: Path) -> Checkpoint:
         raise KitError(
             "not a valid safetensors index (needs a JSON object with 'weight_map')", index
         ) from None
-    folder = index.parent
     shard_names = sorted(set(weight_map.values()))
-    tensors: dict[str, TensorInfo] = {}
-    files = []
     for shard in shard_names:
         if Path(shard).is_absolute() or ".." in Path(shard).parts:
             raise KitError(f"index names shard {shard!r} outside its folder", index)
+    return weight_map, shard_names
+
+
+def _open_index(index: Path) -> Checkpoint:
+    weight_map, shard_names = read_index_shards(index)
+    folder = index.parent
+    tensors: dict[str, TensorInfo] = {}
+    files = []
+    for shard in shard_names:
         shard_path = folder / shard
         if not shard_path.is_file():
             raise KitError(f"index names shard {shard!r}, which does not exist", index)
@@ -467,19 +498,15 @@ def _open_pickle(file: Path) -> Checkpoint:
     return Checkpoint(file, "pickle", [file], tensors, _config_beside(file.parent))
 
 
-def _resolve_hf_cache(repo_id: str) -> Path | None:
-    """A repo id such as `org/name` found in the local Hugging Face cache (never downloads)."""
-    if repo_id.count("/") != 1 or repo_id.startswith(("/", ".")):
-        return None
-    try:
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import LocalEntryNotFoundError
-    except ImportError:  # pragma: no cover - huggingface_hub is in requirements
-        return None
-    try:
-        return Path(snapshot_download(repo_id, local_files_only=True))
-    except (LocalEntryNotFoundError, ValueError, OSError):
-        return None
+def has_complete_weights(folder: Path) -> bool:
+    """Whether `folder` holds a whole checkpoint: every shard its index names, or weights."""
+    index = folder / INDEX_NAME
+    if index.is_file():
+        try:
+            return all((folder / s).is_file() for s in read_index_shards(index)[1])
+        except KitError:
+            return True  # a broken index: opening the folder names its problem
+    return has_checkpoint(folder)
 
 
 def total_bytes(ck: Checkpoint) -> int:
@@ -635,17 +662,33 @@ def tensor_stats(
                 moments.add(flat[i : min(i + step, stop)])
         return moments.result(info)
     dtype = getattr(torch, _ST_TO_TORCH[info.dtype])
-    with open(info.file, "rb") as f:
+    with _byte_reader(ck, info) as read:
         for start, stop in spans:
-            f.seek(info.offsets[0] + start * item)
+            pos = info.offsets[0] + start * item
             left = (stop - start) * item
             while left:
-                buf = f.read(min(step * item, left))
+                buf = read(pos, min(step * item, left))
                 if not buf:
                     raise KitError(f"file ends inside tensor {name!r}", info.file)
                 left -= len(buf)
+                pos += len(buf)
                 moments.add(torch.frombuffer(bytearray(buf), dtype=dtype))
     return moments.result(info)
+
+
+@contextmanager
+def _byte_reader(ck: Checkpoint, info: TensorInfo) -> Iterator[Callable[[int, int], bytes]]:
+    """read(offset, length) over the tensor's file: on disk, or by range from the Hub."""
+    if ck.source is not None:
+        yield lambda pos, length: ck.source.read(info.file, pos, length)
+        return
+    with open(info.file, "rb") as f:
+
+        def read(pos: int, length: int) -> bytes:
+            f.seek(pos)
+            return f.read(length)
+
+        yield read
 
 
 def checkpoint_stats(
@@ -657,6 +700,8 @@ def checkpoint_stats(
 
     torch.set_num_threads(1)
     chosen = names if names is not None else list(ck.tensors)
+    if ck.source is not None:
+        sample_bytes = _hub_budget(ck, sample_bytes)
     if ck.kind == "pickle":
         state = _load_pickle(ck.files[0])  # one load (mapped), not one per tensor
         out = {}
@@ -676,6 +721,19 @@ def checkpoint_stats(
         for n in chosen
         if ck.tensors[n].dtype in _ST_TO_TORCH
     }
+
+
+def _hub_budget(ck: Checkpoint, sample_bytes: int | None) -> int:
+    """Statistics of a Hub checkpoint read a bounded sample of each tensor, never every byte."""
+    from kit.checkpoint.hub import HUB_SAMPLE_BYTES
+
+    if sample_bytes is None:
+        raise KitError(
+            "statistics from every byte need the whole checkpoint: pass --download to fetch "
+            "it, or read sampled statistics (the default) by range",
+            ck.source.where(""),
+        )
+    return min(sample_bytes, HUB_SAMPLE_BYTES)
 
 
 # A value this large in a weight is not learned: it is leftover memory (torch.empty) or divergence.
