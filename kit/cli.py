@@ -62,10 +62,9 @@ def main(argv: list[str] | None = None) -> int:
             from kit.checkpoint.hub import report_sources, resolve_arguments
 
             resolve_arguments(args)
-            try:
-                return int(args._run(args) or 0)
-            finally:
-                report_sources()
+            code = int(args._run(args) or 0)
+            report_sources()  # what was read, after the answer (an error stays one line)
+            return code
         return int(args._run(args) or 0)
     except KitError as e:
         if getattr(args, "json", False):  # a program reading stdout gets the error there too

@@ -65,7 +65,7 @@ class FakeHub:
 def _commit(repo: Repo, rev: str) -> str | None:
     if rev in repo.revisions:
         return repo.revisions[rev]
-    return rev if rev == repo.commit else None
+    return rev if rev in repo.revisions.values() else None
 
 
 class _Handler(BaseHTTPRequestHandler):

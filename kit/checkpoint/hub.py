@@ -196,6 +196,34 @@ def report_sources() -> None:
         print(f"hub: {source.describe()}", file=sys.stderr)
 
 
+def resolve_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
+    """The Python API's keyword inputs with each repo id resolved as `resolve_arguments` does."""
+    out = dict(inputs)
+    for name, value in inputs.items():
+        target = ARGUMENTS.get(name, name in ("served_tokenizer", "train_tokenizer"))
+        if isinstance(value, str | Path) and name in (*ARGUMENTS, "trace_draft", *TOKENIZERS):
+            out[name] = resolve(value, target=target) if parse_repo_id(str(value)) else value
+    return out
+
+
+TOKENIZERS = ("served_tokenizer", "train_tokenizer")
+WEIGHTS_NEEDED = (
+    "runs the target and the draft, so it needs their weights on disk: pass --download (or "
+    "fetch the repo with `hf download`) to read {label} whole"
+)
+
+
+def require_local(*paths: str | Path | None) -> None:
+    """Refuse a step that needs every tensor byte of a checkpoint whose weights stay remote."""
+    for path in paths:
+        source = source_of(Path(path)) if path is not None else None
+        if source is not None:
+            raise KitError(
+                "offline acceptance " + WEIGHTS_NEEDED.format(label=source.label),
+                Path(source.label),
+            )
+
+
 def is_remote(path: str | Path | None) -> bool:
     """Whether `path` is a Hub checkpoint whose weights are not on disk."""
     return path is not None and source_of(Path(path)) is not None
@@ -216,16 +244,19 @@ def _cached_snapshot(repo: str, revision: str | None) -> Path | None:
 
 
 def _from_hub(repo: str, revision: str | None, *, target: bool, download: bool) -> Path:
-    from huggingface_hub import HfApi, constants, hf_hub_download, snapshot_download
+    from huggingface_hub import HfApi, constants, hf_hub_download
 
     with hub_errors(repo, revision):
         info = HfApi(endpoint=constants.ENDPOINT).model_info(repo, revision=revision)
     commit = info.sha or revision or "main"
     files = frozenset(s.rfilename for s in info.siblings or ())
-    if download:
-        with hub_errors(repo, revision):
-            return Path(snapshot_download(repo, revision=commit, endpoint=constants.ENDPOINT))
     folder = _snapshot_folder(repo, commit)
+    if download:  # every file the revision lists, as snapshot_download fetches them; by the
+        # revision asked (not its hash) so the cache records the branch for offline use later
+        with hub_errors(repo, revision):
+            for name in sorted(files):
+                hf_hub_download(repo, name, revision=revision, endpoint=constants.ENDPOINT)
+        return folder
     source = _SOURCES.get(folder) or HubSource(
         repo, revision, commit, folder, files, constants.ENDPOINT
     )
@@ -254,13 +285,13 @@ def source_of(folder: Path) -> HubSource | None:
     from kit.checkpoint.files import has_checkpoint
 
     folder = Path(folder)
-    if folder in _SOURCES:
-        return _SOURCES[folder]
     parts = folder.parts
     if len(parts) < 3 or parts[-2] != "snapshots" or not parts[-3].startswith("models--"):
         return None
     if not folder.is_dir() or has_checkpoint(folder):
-        return None
+        return None  # downloaded since (--download): the weights are read on disk
+    if folder in _SOURCES:
+        return _SOURCES[folder]
     repo = parts[-3].removeprefix("models--").replace("--", "/", 1)
     from huggingface_hub import HfApi, constants
 
@@ -284,7 +315,7 @@ def hub_errors(repo: str, revision: str | None) -> Iterator[None]:
         yield
     except e.OfflineModeIsEnabled:
         raise KitError(
-            "HF_HUB_OFFLINE=1 and the local Hugging Face cache does not hold this repo's "
+            "HF_HUB_OFFLINE=1 and the local cache (HF_HUB_CACHE) does not hold this repo's "
             "weights: unset HF_HUB_OFFLINE to read its headers from the Hub, or download it first",
             where,
         ) from None

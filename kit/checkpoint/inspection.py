@@ -97,6 +97,8 @@ class InspectionReport:
         }
         if self.stats:
             out["stats"] = {n: s.to_dict() for n, s in self.stats.items()}
+        if self.checkpoint.source is not None:
+            out["hub"] = self.checkpoint.source.to_dict()
         return out
 
 
