@@ -48,6 +48,25 @@ def _large_draft(folder: Path) -> Path:
     return folder
 
 
+def _sharded_draft(folder: Path) -> Path:
+    """The bundled draft in two shards behind an index, shard 1's header longer than the first
+    range the kit asks for (a long __metadata__), so its header takes a second request."""
+    from safetensors.torch import load_file, save_file
+
+    folder.mkdir()
+    (folder / "config.json").write_text((DRAFT / "config.json").read_text())
+    tensors = load_file(DRAFT / "model.safetensors")
+    names = sorted(tensors)
+    shards = {"model-00001-of-00002.safetensors": names[::2]}
+    shards["model-00002-of-00002.safetensors"] = names[1::2]
+    long = {"note": "x" * (2 * hubmod.FIRST_RANGE_BYTES)}
+    for i, (shard, keys) in enumerate(shards.items()):
+        save_file({k: tensors[k] for k in keys}, folder / shard, metadata=long if i == 0 else None)
+    weight_map = {k: shard for shard, keys in shards.items() for k in keys}
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    return folder
+
+
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory):
     hub = FakeHub()
@@ -56,6 +75,7 @@ def fake(tmp_path_factory):
     hub.repos["org/pair-draft"].revisions["v1.0"] = "ab" * 20
     hub.add("org/target", TARGET)
     hub.add("org/large", _large_draft(tmp_path_factory.mktemp("large") / "draft"))
+    hub.add("org/sharded", _sharded_draft(tmp_path_factory.mktemp("sharded") / "draft"))
     hub.add("org/pickle-only", DATA / "layouts" / "eagle-official")
     hub.add("org/gated", DRAFT, gated=True)
     hub.add("org/private", DRAFT, private=True)
@@ -129,6 +149,23 @@ def test_a_4_gib_checkpoint_costs_its_header_and_bounded_samples(hub):
     assert ranges and all("model.safetensors" in r for r in ranges)
 
 
+def test_a_sharded_checkpoint_reads_the_index_and_every_shard_header(hub):
+    folder = hub.repos["org/sharded"].files["config.json"].parent
+    remote, local = kit.inspect("org/sharded"), kit.inspect(folder)
+    assert remote.checkpoint.kind == local.checkpoint.kind == "sharded"
+    assert _verdict(remote.findings) == _verdict(local.findings)
+    assert _verdict(kit.simulate("org/sharded", ENGINE).findings) == _verdict(
+        kit.simulate(folder, ENGINE).findings
+    )
+    assert {t.file.name for t in remote.checkpoint.tensors.values()} == {
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+    }
+    first = [r for r in hub.requests if "00001-of-00002.safetensors bytes=" in r]
+    assert first[0].endswith(f"bytes=0-{hubmod.FIRST_RANGE_BYTES - 1}")
+    assert first[1].split("bytes=")[1].startswith(f"{hubmod.FIRST_RANGE_BYTES}-")  # the rest
+
+
 def test_full_statistics_need_download(hub):
     with pytest.raises(kit.KitError, match="--download"):
         kit.inspect("org/large", stats="full")
@@ -184,6 +221,46 @@ def test_fix_plans_from_headers_and_writes_only_after_download(hub, tmp_path, ca
     assert "--download" in capsys.readouterr().err and not out.exists()
     assert cli.main(["fix", repo, "--engine", ENGINE, "--out", str(out), "--download"]) == 0
     assert (out / "model.safetensors").is_file()
+
+
+def test_trace_and_deployment_take_hub_ids(hub, capsys):
+    """trace and deployment read the draft's and the target's configs (and the target's
+    tokenizer for the template rules) from the Hub: the same JSON as on disk."""
+
+    def same(command: str) -> list[dict]:
+        argv = [command, "--engine", ENGINE, "--json"]
+        assert cli.main([*argv, "--draft", "org/pair-draft", "--target-config", "org/target"]) == 0
+        remote = json.loads(capsys.readouterr().out)["findings"]
+        assert cli.main([*argv, "--draft", str(DRAFT), "--target-config", str(TARGET)]) == 0
+        local = json.loads(capsys.readouterr().out)["findings"]
+        folders = [s.folder for s in hubmod.sources()]
+        assert _verdict(map(kit.Finding.from_dict, remote), *folders) == _verdict(
+            map(kit.Finding.from_dict, local), DRAFT, TARGET
+        )
+        return remote
+
+    assert any(f["code"] == "TRACED_AS_REWRITTEN" for f in same("trace"))
+    assert any(f["code"] == "TEMPLATE_TOKENS_UNREACHABLE" for f in same("deployment"))
+
+
+def test_a_snapshot_folder_reads_from_the_hub_in_another_process(hub, fake, tmp_path):
+    """run hands notebook kernels the snapshot folder: a fresh process, given HF_ENDPOINT and
+    the cache as a user's kernel inherits them, opens it from the Hub too."""
+    from kit.report.runbook import RunInputs, plan
+
+    folder = hubmod.resolve("org/pair-draft")
+    target = hubmod.resolve("org/target", target=True)
+    _, skipped = plan(RunInputs(draft=folder, target=target))
+    offline = next(s for s in skipped if s.name == "05_offline_acceptance")
+    assert "--download" in offline.summary_line()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env |= {"HF_ENDPOINT": fake.url, "HF_HUB_CACHE": str(folder.parents[2])}
+    code = f"import kit; r = kit.inspect({str(folder)!r}); print(r.to_dict()['hub']['commit'])"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == fake.repos["org/pair-draft"].commit
 
 
 def _one_line_error(argv: list[str], capsys) -> str:

@@ -76,7 +76,7 @@ class HubSource:
     def describe(self) -> str:
         return (
             f"{self.label} from {self.endpoint}, commit {self.commit}: {self.fetched:,} bytes "
-            "fetched (config, index and safetensors headers; no full download)"
+            "fetched (small files, safetensors headers, sampled ranges; no full download)"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -172,8 +172,12 @@ ARGUMENTS = {
     "draft": False,
     "config": False,
     "draft_config": False,
+    "trace_draft": False,
     "target": True,
     "target_config": True,
+    "tokenizer": True,
+    "served_tokenizer": True,
+    "train_tokenizer": True,
 }
 
 
@@ -200,13 +204,11 @@ def resolve_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
     """The Python API's keyword inputs with each repo id resolved as `resolve_arguments` does."""
     out = dict(inputs)
     for name, value in inputs.items():
-        target = ARGUMENTS.get(name, name in ("served_tokenizer", "train_tokenizer"))
-        if isinstance(value, str | Path) and name in (*ARGUMENTS, "trace_draft", *TOKENIZERS):
-            out[name] = resolve(value, target=target) if parse_repo_id(str(value)) else value
+        if name in ARGUMENTS and isinstance(value, str | Path):
+            out[name] = resolve(value, target=ARGUMENTS[name])
     return out
 
 
-TOKENIZERS = ("served_tokenizer", "train_tokenizer")
 WEIGHTS_NEEDED = (
     "runs the target and the draft, so it needs their weights on disk: pass --download (or "
     "fetch the repo with `hf download`) to read {label} whole"
@@ -282,13 +284,13 @@ def source_of(folder: Path) -> HubSource | None:
     """The Hub source behind a snapshot folder that holds no weights of its own: one this
     process resolved, or one a path of the cache's layout names (models--org--name/snapshots/
     <commit>), as a notebook kernel receives it."""
-    from kit.checkpoint.files import has_checkpoint
+    from kit.checkpoint.files import has_complete_weights
 
     folder = Path(folder)
     parts = folder.parts
     if len(parts) < 3 or parts[-2] != "snapshots" or not parts[-3].startswith("models--"):
         return None
-    if not folder.is_dir() or has_checkpoint(folder):
+    if not folder.is_dir() or has_complete_weights(folder):
         return None  # downloaded since (--download): the weights are read on disk
     if folder in _SOURCES:
         return _SOURCES[folder]
