@@ -45,6 +45,7 @@ class Repo:
 class FakeHub:
     repos: dict[str, Repo] = field(default_factory=dict)
     token: str = "hf_test_token"
+    ranges: bool = True  # False: answer a range request with the whole file, as some proxies do
     sent: int = 0  # body bytes sent, every request
     requests: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -133,7 +134,7 @@ class _Handler(BaseHTTPRequestHandler):
         if file.endswith(_LFS):
             headers |= {"X-Linked-Etag": f'"{etag}"', "X-Linked-Size": str(size)}
         first, last, status = 0, size - 1, 200
-        if m := _RANGE.match(self.headers.get("range", "")):
+        if self.hub.ranges and (m := _RANGE.match(self.headers.get("range", ""))):
             first = int(m.group(1))
             last = min(int(m.group(2)) if m.group(2) else size - 1, size - 1)
             status = 206

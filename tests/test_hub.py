@@ -320,6 +320,12 @@ def test_repo_without_safetensors(hub, repo, capsys):
         assert "pytorch_model.bin" in err and "--download" in err
 
 
+def test_an_endpoint_that_ignores_ranges_is_refused_not_downloaded(hub, monkeypatch, capsys):
+    monkeypatch.setattr(hub, "ranges", False)
+    err = _one_line_error(["simulate", "org/pair-draft", "--engine", ENGINE], capsys)
+    assert "HTTP 200, not 206" in err and "--download" in err
+
+
 def test_mistyped_local_path_stays_no_such_file(hub, capsys):
     err = _one_line_error(["inspect", "data/pair/drat"], capsys)
     assert "no such file or folder" in err and hub.requests == []

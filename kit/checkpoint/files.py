@@ -2,9 +2,9 @@
 
 A checkpoint is one `.safetensors` file, a sharded set behind `model.safetensors.index.json`, a
 folder holding either, a `pytorch_model.bin` / `.pt` (opened with `torch.load(weights_only=True,
-mmap=True)` only: never a plain unpickle), or a local Hugging Face cache entry named by repo id.
-For safetensors only the 8-byte length and the JSON header are read; tensor bytes are read on
-request (`read_tensor`, `stats`).
+mmap=True)` only: never a plain unpickle), or a Hugging Face repo id (`kit.checkpoint.hub`: the
+local cache, else the Hub's headers by range). For safetensors only the 8-byte length and the
+JSON header are read; tensor bytes are read on request (`read_tensor`, `stats`).
 """
 
 from __future__ import annotations

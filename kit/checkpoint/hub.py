@@ -26,9 +26,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kit.errors import KitError
+
+if TYPE_CHECKING:
+    from kit.checkpoint.files import Checkpoint
 
 # `org/name`, `org/name@v1.0`, `org/name@refs/pr/3`, `org/name@<40 hex>`.
 REPO_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)(?:@(?P<rev>[\w./-]+))?$")
@@ -52,6 +55,10 @@ FIRST_RANGE_BYTES = 16 * 1024
 # MiB): 8 Ki BF16 values, enough for the untrained-init tests, whose tolerances follow the
 # count, and a few hundred KB for a whole draft whatever its size.
 HUB_SAMPLE_BYTES = 16 * 1024
+RANGE_IGNORED = (
+    "{endpoint} answered a range request with the whole file (HTTP 200, not 206); rather than "
+    "download it unasked, nothing was read: pass --download to fetch the repo"
+)
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
@@ -107,15 +114,16 @@ class HubSource:
 
         url = hf_hub_url(self.repo, name, revision=self.commit, endpoint=constants.ENDPOINT)
         headers = {**build_hf_headers(), "range": f"bytes={first}-{last}"}
-        with hub_errors(self.repo, self.commit):
-            response = get_session().get(
-                url, headers=headers, timeout=constants.HF_HUB_DOWNLOAD_TIMEOUT
-            )
+        timeout = constants.HF_HUB_DOWNLOAD_TIMEOUT
+        stream = get_session().stream("GET", url, headers=headers, timeout=timeout)
+        with hub_errors(self.repo, self.commit), stream as response:
+            if response.status_code == 200:  # the range ignored: the body is the whole file
+                raise KitError(RANGE_IGNORED.format(endpoint=constants.ENDPOINT), self.where(name))
+            body = response.read()
             hf_raise_for_status(response)
-        self.fetched += len(response.content)
+        self.fetched += len(body)
         m = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
-        size = int(m.group(3)) if m else len(response.content)
-        return response.content, size
+        return body, int(m.group(3)) if m else len(body)
 
     def header(self, name: str) -> tuple[bytes, int]:
         """The 8-byte length plus the JSON header of repo file `name`, and the file's size."""
@@ -353,7 +361,7 @@ def hub_errors(repo: str, revision: str | None) -> Iterator[None]:
         raise KitError(f"the Hub refused: {first}", where) from None
 
 
-def open_remote(source: HubSource):
+def open_remote(source: HubSource) -> Checkpoint:
     """The checkpoint the repo's file list names, as `_open_folder` picks it on disk: the index
     and its shards, or the one .safetensors file; tensors keep their Hub byte ranges."""
     from kit.checkpoint.files import Checkpoint, read_index_shards
@@ -384,7 +392,7 @@ def open_remote(source: HubSource):
     raise KitError(_no_safetensors(source, singles), source.where(""))
 
 
-def _remote_header(source: HubSource, name: str):
+def _remote_header(source: HubSource, name: str) -> tuple[dict, dict[str, str]]:
     from kit.checkpoint.files import parse_header
 
     head, size = source.header(name)
@@ -410,7 +418,7 @@ def _no_safetensors(source: HubSource, singles: list[str]) -> str:
         names = ", ".join(singles[:4])
         return (
             f"{len(singles)} .safetensors files ({names}) but no {INDEX_NAME} to say how they "
-            "fit: name the one file that is the draft with --download, or ask its authors"
+            "fit: --download fetches the repo, then pass the one file that is the draft"
         )
     pickles = [n for n in PICKLE_NAMES if n in source.files]
     if pickles:

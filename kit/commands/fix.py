@@ -34,7 +34,10 @@ WRITE_NEEDS_BYTES = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = GUARANTEE
-    parser.add_argument("path", help="draft checkpoint (file or folder with config.json)")
+    parser.add_argument(
+        "path",
+        help="draft checkpoint (file or folder with config.json), or a Hub repo id org/name[@rev]",
+    )
     parser.add_argument(
         "--engine",
         "--for",
