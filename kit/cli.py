@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
 
             resolve_arguments(args)
             code = int(args._run(args) or 0)
-            report_sources()  # what was read, after the answer (an error stays one line)
+            report_sources(
+                kernels=args.command == "run"
+            )  # what was read, after the answer (an error stays one line)
             return code
         return int(args._run(args) or 0)
     except KitError as e:

@@ -200,12 +200,15 @@ def resolve_arguments(args: Any) -> None:
             setattr(args, name, resolved if isinstance(value, Path) else str(resolved))
 
 
-def report_sources() -> None:
-    """One stderr line per Hub repo read: what, at which commit, and how many bytes."""
+def report_sources(kernels: bool = False) -> None:
+    """One stderr line per Hub repo read: what, at which commit, and how many bytes (`kernels`:
+    notebook kernels read their own ranges of the same commits, counted in no line here)."""
     import sys
 
     for source in sources():
         print(f"hub: {source.describe()}", file=sys.stderr)
+    if kernels and sources():
+        print("hub: the notebooks' kernels read the headers they need themselves", file=sys.stderr)
 
 
 def resolve_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
