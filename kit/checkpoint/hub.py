@@ -26,16 +26,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kit.checkpoint.header import INDEX_NAME, PICKLE_NAMES, has_complete_weights, header_length
 from kit.errors import KitError
-
-if TYPE_CHECKING:
-    from kit.checkpoint.files import Checkpoint
 
 # `org/name`, `org/name@v1.0`, `org/name@refs/pr/3`, `org/name@<40 hex>`.
 REPO_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)(?:@(?P<rev>[\w./-]+))?$")
-INDEX_NAME = "model.safetensors.index.json"
 # What the rules read besides the weights: the config, and for a target the tokenizer and chat
 # template (the template rule, kit.deployment.tokens).
 DRAFT_FILES = ("config.json", INDEX_NAME)
@@ -48,7 +45,6 @@ TARGET_FILES = (
     "special_tokens_map.json",
     "chat_template.jinja",
 )
-PICKLE_NAMES = ("pytorch_model.bin", "model.pt", "model.bin")
 # The first range of a shard: a draft's header is a few KB (a longer one takes a second range).
 FIRST_RANGE_BYTES = 16 * 1024
 # Bytes of each tensor a sampled statistic reads from the Hub (on disk: files.SAMPLE_BYTES, 1
@@ -127,8 +123,6 @@ class HubSource:
 
     def header(self, name: str) -> tuple[bytes, int]:
         """The 8-byte length plus the JSON header of repo file `name`, and the file's size."""
-        from kit.checkpoint.files import header_length
-
         if name not in self.headers:
             head, size = self._range(name, 0, FIRST_RANGE_BYTES - 1)
             n = header_length(head, size, self.where(name))
@@ -247,8 +241,6 @@ def _cached_snapshot(repo: str, revision: str | None) -> Path | None:
     files an earlier header-only read left, is not a checkpoint)."""
     from huggingface_hub import snapshot_download
 
-    from kit.checkpoint.files import has_complete_weights
-
     try:
         folder = Path(snapshot_download(repo, revision=revision, local_files_only=True))
     except (OSError, ValueError):  # LocalEntryNotFoundError is an OSError
@@ -295,8 +287,6 @@ def source_of(folder: Path) -> HubSource | None:
     """The Hub source behind a snapshot folder that holds no weights of its own: one this
     process resolved, or one a path of the cache's layout names (models--org--name/snapshots/
     <commit>), as a notebook kernel receives it."""
-    from kit.checkpoint.files import has_complete_weights
-
     folder = Path(folder)
     parts = folder.parts
     if len(parts) < 3 or parts[-2] != "snapshots" or not parts[-3].startswith("models--"):
@@ -364,59 +354,7 @@ def hub_errors(repo: str, revision: str | None) -> Iterator[None]:
         raise KitError(f"the Hub refused: {first}", where) from None
 
 
-def open_remote(source: HubSource) -> Checkpoint:
-    """The checkpoint the repo's file list names, as `_open_folder` picks it on disk: the index
-    and its shards, or the one .safetensors file; tensors keep their Hub byte ranges."""
-    from kit.checkpoint.files import Checkpoint, read_index_shards
-
-    singles = sorted(f for f in source.files if f.endswith(".safetensors") and "/" not in f)
-    config = source.folder / "config.json"
-    config_path = config if config.is_file() else None
-    if INDEX_NAME in source.files:
-        index = source.folder / INDEX_NAME
-        weight_map, shards = read_index_shards(index)
-        tensors = {}
-        for shard in shards:
-            if shard not in source.files:
-                raise KitError(
-                    f"index names shard {shard!r}, which the repo does not hold",
-                    source.where(index),
-                )
-            tensors.update(_remote_header(source, shard)[0])
-        _check_index(source, weight_map, tensors)
-        files = [source.folder / s for s in shards]
-        return Checkpoint(source.folder, "sharded", files, tensors, config_path, source=source)
-    if len(singles) == 1:
-        tensors, meta = _remote_header(source, singles[0])
-        files = [source.folder / singles[0]]
-        return Checkpoint(
-            source.folder, "safetensors", files, tensors, config_path, meta, source=source
-        )
-    raise KitError(_no_safetensors(source, singles), source.where(""))
-
-
-def _remote_header(source: HubSource, name: str) -> tuple[dict, dict[str, str]]:
-    from kit.checkpoint.files import parse_header
-
-    head, size = source.header(name)
-    tensors, meta = parse_header(head[8:], size, source.folder / name)
-    return tensors, meta
-
-
-def _check_index(source: HubSource, weight_map: dict[str, str], tensors: dict) -> None:
-    where = source.where(INDEX_NAME)
-    for name, shard in weight_map.items():
-        info = tensors.get(name)
-        if info is None or info.file.name != Path(shard).name:
-            raise KitError(
-                f"index maps {name!r} to {shard!r}, but that shard does not hold it", where
-            )
-    extra = set(tensors) - set(weight_map)
-    if extra:
-        raise KitError(f"shards hold tensors the index does not list: {sorted(extra)[:3]}", where)
-
-
-def _no_safetensors(source: HubSource, singles: list[str]) -> str:
+def no_safetensors(source: HubSource, singles: list[str]) -> str:
     if singles:
         names = ", ".join(singles[:4])
         return (
