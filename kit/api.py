@@ -72,6 +72,11 @@ def fix(
     plan = plan_fix(ck, cfg, engine)
     if not (out or in_place) or not plan.changes_anything:
         return plan, None
+    if ck.source is not None:
+        from kit.commands.fix import WRITE_NEEDS_BYTES
+        from kit.errors import KitError
+
+        raise KitError(WRITE_NEEDS_BYTES, Path(ck.source.label))
     written = write_fixed(open_checkpoint(draft), plan, Path(out) if out else None, in_place)
     return plan, written
 
@@ -90,8 +95,10 @@ def trace(
     """Which target states reach the draft, how wide, whether fc runs, and every hook's shape
     (on the meta device by default: full-scale drafts trace without memory)."""
     from kit.checkpoint.config import load_draft_config, load_target_config
+    from kit.checkpoint.hub import resolve
     from kit.tracing.shapes import trace_draft
 
+    draft, target_config = resolve(draft), resolve(target_config, target=True)
     return trace_draft(
         load_target_config(target_config), load_draft_config(draft), engine,
         target_class, aux_capture, cuda_graph, device,
@@ -143,8 +150,11 @@ def offline(
     `backend="vllm"`: the same prompts and settings measured in the installed vLLM
     (`tensor_parallel_size`, `engine_dtype`, `engine_log` options); the row is the engine's,
     its first finding says whether it agrees with the kit's prediction for that release."""
+    from kit.checkpoint.hub import require_local, resolve
     from kit.offline_acceptance import as_deployed, healthy
 
+    target, draft = resolve(target, target=True), resolve(draft)
+    require_local(target, draft)
     if backend is not None:
         return _engine_row(target, draft, engine, backend, aux_capture, target_class, options)
     reference = healthy(target, draft, **options)
@@ -174,28 +184,32 @@ def check_deployment(launch: Pathish | None = None, **inputs: Any) -> Deployment
     """The server's launch line (text or script) read with that release's flags, and what the
     draft and target configs and tokenizers disagree on (`draft`, `target_config`, `engine`,
     `train_tokenizer`, `served_tokenizer`)."""
+    from kit.checkpoint.hub import resolve_inputs
     from kit.deployment import check
 
-    return check(launch, **inputs)
+    return check(launch, **resolve_inputs(inputs))
 
 
 @names_extras
 def doctor(draft: Pathish | None = None, **inputs: Any) -> Diagnosis:
     """Every check the inputs allow, evidence reconciled, root causes first (see
     `kit.verdict.diagnose` for the inputs: target_config, engine, logs, launch, target …)."""
+    from kit.checkpoint.hub import resolve_inputs
     from kit.verdict import diagnose
 
-    return diagnose(draft, **inputs)
+    inputs = resolve_inputs({"draft": draft, **inputs})
+    return diagnose(**inputs)
 
 
 @names_extras
 def run(out: Pathish, **inputs: Any) -> Run:
     """The notebooks run headless on the inputs (`kit.report.runbook.RunInputs`' fields; none: the
     bundled incident), written to `out` with `postmortem.html` and `findings.json`."""
+    from kit.checkpoint.hub import resolve_inputs
     from kit.report.runbook import RunInputs
     from kit.report.runbook import run as run_notebooks
 
-    return run_notebooks(RunInputs(**inputs), Path(out))
+    return run_notebooks(RunInputs(**resolve_inputs(inputs)), Path(out))
 
 
 def _draft(draft: Pathish, config: Pathish | None):

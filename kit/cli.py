@@ -37,6 +37,12 @@ COMMANDS = (
 )
 
 EXIT_BAD_INPUT = 2
+# The commands that take a draft or target, which may be a Hub repo id (`org/name[@rev]`).
+HUB_COMMANDS = ("inspect", "simulate", "fix", "trace", "offline", "deployment", "doctor", "run")
+DOWNLOAD_HELP = (
+    "for a Hub repo id: download the whole repo (weights included) instead of reading only "
+    "config.json, the index and the safetensors headers by range"
+)
 
 # One line per command in `--help` (each command's own --help says more).
 SUMMARY = {
@@ -80,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=SUMMARY[name], description=module.HELP)
         module.add_arguments(p)
         add_quiet(p)
+        if name in HUB_COMMANDS:
+            p.add_argument("--download", action="store_true", help=DOWNLOAD_HELP)
         p.set_defaults(_run=module.run)
     return parser
 
@@ -127,7 +135,15 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         with quiet_findings(_quiet_threshold(args)):
-            return int(args._run(args) or 0)
+            if args.command not in HUB_COMMANDS:
+                return int(args._run(args) or 0)
+            from kit.checkpoint.hub import report_sources, resolve_arguments
+
+            resolve_arguments(args)
+            code = int(args._run(args) or 0)
+            # What was read, after the answer (so an error stays one line).
+            report_sources(kernels=args.command == "run")
+            return code
     except KitError as e:
         return _bad_input(args, e)
     except ImportError as e:

@@ -90,6 +90,7 @@ def diagnose(
     a transformers `target` adds offline acceptance, whose healthy figure becomes the expected
     accept length the logs are judged against (unless `expected_accept_len` is given). A
     `launch` line adds the deployment check and, without `engine`, names the release."""
+    from kit.checkpoint.hub import is_remote
     from kit.engines import parse_engine, release_findings
     from kit.load.findings import reconcile
 
@@ -123,7 +124,8 @@ def diagnose(
     ran = any(r.window_count for r in runs)  # a log with acceptance figures: the server ran
     _load(report, opened, release, server_ran=ran)
     _capture(report, traced, target_cfg, release, target_class, aux_capture)
-    if target is not None and opened is not None and opened.checkpoint is not None:
+    remote = [p for p in (draft, target) if is_remote(p)]
+    if target is not None and opened is not None and opened.checkpoint is not None and not remote:
         draft = opened.path
         k = num_draft_tokens - 1 if num_draft_tokens and num_draft_tokens > 1 else None
         findings, facts = offline(draft, target, release, aux_capture, num_prompts, target_class, k)
@@ -131,6 +133,10 @@ def diagnose(
         report.facts.update(facts)
         if expected_accept_len is None:
             expected_accept_len = report.facts.get("offline_accept_len_healthy")
+    elif target is not None and draft is not None and remote:
+        report.skipped["offline"] = (
+            "needs the weights on disk, not only their Hub headers: --download"
+        )
     else:
         report.skipped["offline"] = "needs a draft checkpoint and --target"
     _acceptance(report, runs, baseline_log, num_draft_tokens, expected_accept_len)

@@ -22,6 +22,7 @@ from kit.checkpoint.config import (
     read_json,
 )
 from kit.checkpoint.files import Checkpoint, open_checkpoint
+from kit.checkpoint.hub import is_remote
 
 if TYPE_CHECKING:
     from kit.checkpoint.formats import FormatGuess
@@ -30,8 +31,9 @@ WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth")
 
 
 def has_weights(path: Path) -> bool:
-    """A file, or a folder holding tensors (a folder with only config.json is a config)."""
-    return path.is_file() or any(any(path.glob(p)) for p in WEIGHT_PATTERNS)
+    """A file, a folder holding tensors (a folder with only config.json is a config), or a Hub
+    checkpoint whose tensors are read by range."""
+    return path.is_file() or any(any(path.glob(p)) for p in WEIGHT_PATTERNS) or is_remote(path)
 
 
 def looks_like_draft(ck: Checkpoint) -> bool:

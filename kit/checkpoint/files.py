@@ -2,85 +2,43 @@
 
 A checkpoint is one `.safetensors` file, a sharded set behind `model.safetensors.index.json`, a
 folder holding either, a `pytorch_model.bin` / `.pt` (opened with `torch.load(weights_only=True,
-mmap=True)` only: never a plain unpickle), or a local Hugging Face cache entry named by repo id.
-For safetensors only the 8-byte length and the JSON header are read; tensor bytes are read on
-request: as numpy arrays (`read_array`, the statistics; no torch needed) or as torch tensors
-(`Checkpoint.read_tensor`, for building modules). A pickle always needs torch.
+mmap=True)` only: never a plain unpickle), or a Hugging Face repo id (`kit.checkpoint.hub`: the
+local cache, else the Hub's headers by range). For safetensors only the 8-byte length and the
+JSON header are read; tensor bytes are read on request: as numpy arrays (`read_array`, the
+statistics; no torch needed) or as torch tensors (`Checkpoint.read_tensor`, for building modules).
+A pickle always needs torch.
 """
 
 from __future__ import annotations
 
-import itertools
+import json
 import math
 import re
 import struct
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any
 
 import numpy as np
 
+from kit.checkpoint import hub
 from kit.checkpoint.decode import DECODABLE, decode
+from kit.checkpoint.header import (
+    DTYPE_SIZES,
+    FLOAT_DTYPES,
+    INDEX_NAME,
+    PICKLE_NAMES,
+    TensorInfo,
+    has_checkpoint,
+    header_length,
+    parse_header,
+    read_index_shards,
+)
 from kit.errors import KitError
-from kit.limits import loads, read_json_file
+from kit.limits import read_json_file
 from kit.load.undo import UNDO_SUFFIX, torn_files
-
-# safetensors dtype name -> bytes per element (the format spec's list).
-DTYPE_SIZES: dict[str, int] = {
-    "BOOL": 1,
-    "U8": 1,
-    "I8": 1,
-    "F8_E5M2": 1,
-    "F8_E4M3": 1,
-    "F8_E8M0": 1,
-    "F4": 1,
-    "I16": 2,
-    "U16": 2,
-    "F16": 2,
-    "BF16": 2,
-    "I32": 4,
-    "U32": 4,
-    "F32": 4,
-    "I64": 8,
-    "U64": 8,
-    "F64": 8,
-    "C64": 8,
-}
-FLOAT_DTYPES = {"F16", "BF16", "F32", "F64", "F8_E5M2", "F8_E4M3"}
-# safetensors refuses headers above 100 MB; so do we (a corrupt length must not allocate GBs).
-MAX_HEADER_BYTES = 100_000_000
-INDEX_NAME = "model.safetensors.index.json"
-# `fix --in-place` of a header-only rename leaves `<entry>.fix-undo.json` beside the checkpoint.
-PICKLE_NAMES = ("pytorch_model.bin", "model.pt", "model.bin")
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """Where one tensor lives and what it is, without its bytes."""
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    nbytes: int
-    file: Path
-    # absolute byte range of the data in `file` (safetensors only)
-    offsets: tuple[int, int] | None = None
-
-    @property
-    def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
-
-    def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "dtype": self.dtype,
-            "shape": list(self.shape),
-            "nbytes": self.nbytes,
-            "file": self.file.name,
-        }
 
 
 @dataclass
@@ -93,10 +51,12 @@ class Checkpoint:
     tensors: dict[str, TensorInfo]
     config_path: Path | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    # a checkpoint on the Hub (kit.checkpoint.hub.HubSource): tensor bytes are read by range
+    source: Any = None
 
     @property
     def folder(self) -> Path:
-        return self.path if self.path.is_dir() else self.path.parent
+        return self.path if self.path.is_dir() or self.source else self.path.parent
 
     def keys(self) -> list[str]:
         return list(self.tensors)
@@ -109,10 +69,23 @@ class Checkpoint:
         info = self.tensors[name]
         if self.kind == "pickle":
             return _load_pickle(info.file)[name]
+        if self.source is not None and info.offsets is not None:
+            return _remote_tensor(self.source, info)
         from safetensors import safe_open
 
         with safe_open(str(info.file), framework="pt") as f:
             return f.get_tensor(name)
+
+
+def _remote_tensor(source: hub.HubSource, info: TensorInfo):
+    """One tensor read by range from the Hub, wrapped in a one-tensor safetensors blob so
+    safetensors itself builds the torch tensor (every dtype it knows, no table of ours)."""
+    from safetensors.torch import load
+
+    raw = source.read(info.file, info.offsets[0], info.nbytes) if info.nbytes else b""
+    entry = {"dtype": info.dtype, "shape": list(info.shape), "data_offsets": [0, len(raw)]}
+    header = json.dumps({info.name: entry}).encode()
+    return load(struct.pack("<Q", len(header)) + header + raw)[info.name]
 
 
 def open_checkpoint(path: str | Path) -> Checkpoint:
@@ -137,16 +110,12 @@ def _refuse_torn(ck: Checkpoint) -> None:
 
 
 def _open(path: str | Path) -> Checkpoint:
-    p = Path(path)
+    p = hub.resolve(path)
     if not p.exists():
-        resolved = _resolve_hf_cache(str(path))
-        if resolved is None:
-            raise KitError(
-                "no such file or folder (nor a Hugging Face repo id in the local cache)", p
-            )
-        p = resolved
+        raise KitError("no such file or folder (nor a Hugging Face Hub repo id)", p)
     if p.is_dir():
-        return _open_folder(p)
+        source = hub.source_of(p)
+        return open_remote(source) if source is not None else _open_folder(p)
     if p.name.endswith(".index.json"):
         return _open_index(p)
     if p.suffix == ".safetensors":
@@ -178,13 +147,6 @@ _SHARD_NAME = re.compile(r"-(\d+)-of-(\d+)\.safetensors$")
 def _config_beside(folder: Path) -> Path | None:
     c = folder / "config.json"
     return c if c.is_file() else None
-
-
-def has_checkpoint(folder: Path) -> bool:
-    """Whether `folder` holds weights `open_checkpoint` can read (not only a config)."""
-    return any(folder.glob("*.safetensors")) or any(
-        (folder / name).is_file() for name in (INDEX_NAME, *PICKLE_NAMES)
-    )
 
 
 def _refuse_lone_shard(file: Path) -> None:
@@ -277,100 +239,11 @@ def _read_header(file: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
         size = file.stat().st_size
         with open(file, "rb") as f:
             head = f.read(8)
-            if len(head) < 8:
-                raise KitError(
-                    f"truncated: {size} bytes, shorter than the 8-byte header length", file
-                )
-            (n,) = struct.unpack("<Q", head)
-            if n > MAX_HEADER_BYTES:
-                raise KitError(
-                    f"header length {n} is implausible (limit {MAX_HEADER_BYTES}); not a safetensors file",
-                    file,
-                )
-            if 8 + n > size:
-                raise KitError(
-                    f"header length {n} runs past the end of the file ({size} bytes); truncated?",
-                    file,
-                )
+            n = header_length(head, size, file)
             raw = f.read(n)
     except OSError as e:
         raise KitError(f"cannot read: {e.strerror}", file) from None
-    header = loads(raw, file, "header", unique_keys=True)
-    if not isinstance(header, dict):
-        raise KitError("header is not a JSON object", file)
-    metadata = header.pop("__metadata__", None)
-    metadata = {} if metadata is None else metadata  # safetensors reads null as no metadata
-    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
-        raise KitError("header __metadata__ is not a JSON object of strings", file)
-    data_start = 8 + n
-    data_len = size - data_start
-    tensors: dict[str, TensorInfo] = {}
-    spans: list[tuple[int, int, str]] = []
-    for name, entry in header.items():
-        if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= entry.keys():
-            raise KitError(f"header entry {name!r} lacks dtype/shape/data_offsets", file)
-        dtype = entry["dtype"]
-        if not isinstance(dtype, str) or dtype not in DTYPE_SIZES:
-            raise KitError(f"tensor {name!r} has unknown dtype {dtype!r}", file)
-        shape = entry["shape"]
-        offs = entry["data_offsets"]
-        if (
-            not isinstance(shape, list)
-            or not all(isinstance(d, int) and d >= 0 for d in shape)
-            or not isinstance(offs, list)
-            or len(offs) != 2
-            or not all(isinstance(o, int) for o in offs)
-        ):
-            raise KitError(f"tensor {name!r} has a malformed shape or data_offsets", file)
-        begin, end = offs
-        numel = 1
-        for d in shape:
-            numel *= d
-        expected = numel * DTYPE_SIZES[dtype]
-        if not 0 <= begin <= end:
-            raise KitError(f"tensor {name!r} has data_offsets {offs} out of order", file)
-        if end > data_len:
-            raise KitError(
-                f"tensor {name!r} data [{begin}, {end}) runs outside the {data_len}-byte data section; truncated?",
-                file,
-            )
-        if end - begin != expected and dtype != "F4":
-            raise KitError(
-                f"tensor {name!r} spans {end - begin} bytes but {dtype}{shape} needs {expected}",
-                file,
-            )
-        spans.append((begin, end, name))
-        tensors[name] = TensorInfo(
-            name, dtype, tuple(shape), end - begin, file, (data_start + begin, data_start + end)
-        )
-    _check_coverage(spans, data_len, file)
-    return tensors, {str(k): str(v) for k, v in metadata.items()}
-
-
-def _check_coverage(spans: list[tuple[int, int, str]], data_len: int, file: Path) -> None:
-    """Tensors must tile the data section exactly, as safetensors itself demands on load.
-
-    Sorted by start, any overlap shows up between neighbours (a span that starts inside an
-    earlier one starts inside its successor too), so one pass finds overlaps and gaps.
-    """
-    spans.sort()
-    for (_b0, e0, n0), (b1, _e1, n1) in itertools.pairwise(spans):
-        if b1 < e0:
-            raise KitError(f"tensors {n0!r} and {n1!r} overlap in the data section", file)
-        if b1 > e0:
-            raise KitError(
-                f"gap of {b1 - e0} bytes before tensor {n1!r} in the data section "
-                "(safetensors refuses such a file)",
-                file,
-            )
-    covered = spans[-1][1] if spans else 0
-    first = spans[0][0] if spans else 0
-    if first != 0 or covered != data_len:
-        raise KitError(
-            f"tensors cover bytes [{first}, {covered}) of a {data_len}-byte data section "
-            "(safetensors refuses a file it does not fully cover)",
-            file,
-        )
+    return parse_header(raw, size, file)
 
 
 def _open_single(file: Path) -> Checkpoint:
@@ -379,24 +252,11 @@ def _open_single(file: Path) -> Checkpoint:
 
 
 def _open_index(index: Path) -> Checkpoint:
-    data = read_json_file(index, "index")
-    try:
-        weight_map = data["weight_map"]
-        if not isinstance(weight_map, dict) or not all(
-            isinstance(v, str) for v in weight_map.values()
-        ):
-            raise TypeError
-    except (KeyError, TypeError):
-        raise KitError(
-            "not a valid safetensors index (needs a JSON object with 'weight_map')", index
-        ) from None
+    weight_map, shard_names = read_index_shards(index)
     folder = index.parent
-    shard_names = sorted(set(weight_map.values()))
     tensors: dict[str, TensorInfo] = {}
     files = []
     for shard in shard_names:
-        if Path(shard).is_absolute() or ".." in Path(shard).parts:
-            raise KitError(f"index names shard {shard!r} outside its folder", index)
         shard_path = folder / shard
         if not shard_path.is_file():
             raise KitError(f"index names shard {shard!r}, which does not exist", index)
@@ -413,6 +273,54 @@ def _open_index(index: Path) -> Checkpoint:
     if extra:
         raise KitError(f"shards hold tensors the index does not list: {sorted(extra)[:3]}", index)
     return Checkpoint(folder, "sharded", files, tensors, _config_beside(folder))
+
+
+def open_remote(source: hub.HubSource) -> Checkpoint:
+    """The checkpoint the repo's file list names, as `_open_folder` picks it on disk: the index
+    and its shards, or the one .safetensors file; tensors keep their Hub byte ranges."""
+    singles = sorted(f for f in source.files if f.endswith(".safetensors") and "/" not in f)
+    config = source.folder / "config.json"
+    config_path = config if config.is_file() else None
+    if INDEX_NAME in source.files:
+        index = source.folder / INDEX_NAME
+        weight_map, shards = read_index_shards(index)
+        tensors = {}
+        for shard in shards:
+            if shard not in source.files:
+                raise KitError(
+                    f"index names shard {shard!r}, which the repo does not hold",
+                    source.where(index),
+                )
+            tensors.update(_remote_header(source, shard)[0])
+        _check_index(source, weight_map, tensors)
+        files = [source.folder / s for s in shards]
+        return Checkpoint(source.folder, "sharded", files, tensors, config_path, source=source)
+    if len(singles) == 1:
+        tensors, meta = _remote_header(source, singles[0])
+        files = [source.folder / singles[0]]
+        return Checkpoint(
+            source.folder, "safetensors", files, tensors, config_path, meta, source=source
+        )
+    raise KitError(hub.no_safetensors(source, singles), source.where(""))
+
+
+def _remote_header(source: hub.HubSource, name: str) -> tuple[dict, dict[str, str]]:
+    head, size = source.header(name)
+    tensors, meta = parse_header(head[8:], size, source.folder / name)
+    return tensors, meta
+
+
+def _check_index(source: hub.HubSource, weight_map: dict[str, str], tensors: dict) -> None:
+    where = source.where(INDEX_NAME)
+    for name, shard in weight_map.items():
+        info = tensors.get(name)
+        if info is None or info.file.name != Path(shard).name:
+            raise KitError(
+                f"index maps {name!r} to {shard!r}, but that shard does not hold it", where
+            )
+    extra = set(tensors) - set(weight_map)
+    if extra:
+        raise KitError(f"shards hold tensors the index does not list: {sorted(extra)[:3]}", where)
 
 
 def _load_pickle(file: Path) -> dict:
@@ -468,21 +376,6 @@ def _open_pickle(file: Path) -> Checkpoint:
         dtype = _TORCH_TO_ST.get(str(t.dtype), str(t.dtype))
         tensors[name] = TensorInfo(name, dtype, tuple(t.shape), t.numel() * t.element_size(), file)
     return Checkpoint(file, "pickle", [file], tensors, _config_beside(file.parent))
-
-
-def _resolve_hf_cache(repo_id: str) -> Path | None:
-    """A repo id such as `org/name` found in the local Hugging Face cache (never downloads)."""
-    if repo_id.count("/") != 1 or repo_id.startswith(("/", ".")):
-        return None
-    try:
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import LocalEntryNotFoundError
-    except ImportError:  # pragma: no cover - huggingface_hub is in requirements
-        return None
-    try:
-        return Path(snapshot_download(repo_id, local_files_only=True))
-    except (LocalEntryNotFoundError, ValueError, OSError):
-        return None
 
 
 def total_bytes(ck: Checkpoint) -> int:
@@ -594,39 +487,59 @@ def sample_spans(numel: int, sample_values: int | None) -> list[tuple[int, int]]
     return [(start, start + width) for start in starts]
 
 
+Reader = Callable[[int, int], bytes]  # read(offset, length) over one checkpoint file
+
+
 def tensor_stats(
     ck: Checkpoint,
     name: str,
     chunk_bytes: int = STATS_CHUNK_BYTES,
     sample_bytes: int | None = None,
-    handle: BinaryIO | None = None,
+    read: Reader | None = None,
 ) -> TensorStats:
-    """Statistics of one tensor, streamed from disk in chunks (safetensors) so memory stays flat;
-    with `sample_bytes`, of evenly spaced windows totalling about that many bytes. Values are
-    decoded with numpy (bf16 and float8 included): no torch for a safetensors checkpoint.
-    `handle`: its file already open (`checkpoint_stats` opens each file once, not per tensor)."""
+    """Statistics of one tensor, streamed in chunks (safetensors) so memory stays flat; with
+    `sample_bytes`, of evenly spaced windows totalling about that many bytes. Values are decoded
+    with numpy (bf16 and float8 included): no torch for a safetensors checkpoint. `read`: its
+    file already open (`checkpoint_stats` opens each file once, not once per tensor)."""
     info = ck.tensors[name]
     if info.dtype not in DECODABLE:
         raise KitError(f"no statistics for dtype {info.dtype} (tensor {name!r})", info.file)
     if info.offsets is None:
         return checkpoint_stats(ck, [name], sample_bytes)[name]
+    if read is None:
+        with byte_reader(ck, info.file) as read:
+            return tensor_stats(ck, name, chunk_bytes, sample_bytes, read)
     item = DTYPE_SIZES[info.dtype]
     spans = sample_spans(info.numel, None if sample_bytes is None else sample_bytes // item)
     step = max(chunk_bytes // item, 1)
     moments = _Moments()
-    if handle is None:
-        with open(info.file, "rb") as f:
-            return tensor_stats(ck, name, chunk_bytes, sample_bytes, f)
     for start, stop in spans:
-        handle.seek(info.offsets[0] + start * item)
+        pos = info.offsets[0] + start * item
         left = (stop - start) * item
         while left:
-            buf = handle.read(min(step * item, left))
+            buf = read(pos, min(step * item, left))
             if len(buf) % item or not buf:
                 raise KitError(f"file ends inside tensor {name!r}", info.file)
             left -= len(buf)
+            pos += len(buf)
             moments.add(decode(buf, info.dtype))
     return moments.result(info)
+
+
+@contextmanager
+def byte_reader(ck: Checkpoint, file: Path) -> Iterator[Reader]:
+    """read(offset, length) over one of the checkpoint's files: on disk (opened once), or by
+    range from the Hub."""
+    if ck.source is not None:
+        yield lambda pos, length: ck.source.read(file, pos, length)
+        return
+    with open(file, "rb") as f:
+
+        def read(pos: int, length: int) -> bytes:
+            f.seek(pos)
+            return f.read(length)
+
+        yield read
 
 
 def checkpoint_stats(
@@ -635,18 +548,24 @@ def checkpoint_stats(
     """Statistics of every tensor (or `names`) whose dtype can be decoded: from every byte, or
     from about `sample_bytes` of each (`SAMPLE_BYTES`: a bounded read whatever the size)."""
     chosen = names if names is not None else list(ck.tensors)
-    if ck.kind != "pickle":
-        readable = [n for n in chosen if ck.tensors[n].dtype in DECODABLE]
-        by_file: dict[Path, list[str]] = {}
-        for n in readable:
-            by_file.setdefault(ck.tensors[n].file, []).append(n)
-        out = {}
-        for file, in_file in by_file.items():
-            with open(file, "rb") as f:
-                out |= {
-                    n: tensor_stats(ck, n, sample_bytes=sample_bytes, handle=f) for n in in_file
-                }
-        return {n: out[n] for n in readable}
+    if ck.source is not None:
+        sample_bytes = _hub_budget(ck, sample_bytes)
+    if ck.kind == "pickle":
+        return _pickle_stats(ck, chosen, sample_bytes)
+    readable = [n for n in chosen if ck.tensors[n].dtype in DECODABLE]
+    by_file: dict[Path, list[str]] = {}
+    for n in readable:
+        by_file.setdefault(ck.tensors[n].file, []).append(n)
+    out = {}
+    for file, in_file in by_file.items():
+        with byte_reader(ck, file) as read:
+            out |= {n: tensor_stats(ck, n, sample_bytes=sample_bytes, read=read) for n in in_file}
+    return {n: out[n] for n in readable}
+
+
+def _pickle_stats(
+    ck: Checkpoint, chosen: list[str], sample_bytes: int | None
+) -> dict[str, TensorStats]:
     import torch
 
     state = _load_pickle(ck.files[0])  # one load (mapped), not one per tensor
@@ -663,9 +582,21 @@ def checkpoint_stats(
     return out
 
 
+def _hub_budget(ck: Checkpoint, sample_bytes: int | None) -> int:
+    """Statistics of a Hub checkpoint read a bounded sample of each tensor, never every byte."""
+    if sample_bytes is None:
+        raise KitError(
+            "statistics from every byte need the whole checkpoint: pass --download to fetch "
+            "it, or read sampled statistics (the default) by range",
+            ck.source.where(""),
+        )
+    return min(sample_bytes, hub.HUB_SAMPLE_BYTES)
+
+
 def read_array(ck: Checkpoint, name: str) -> np.ndarray:
     """One tensor's values as a flat numpy array, read whole (vocab maps: one value per token).
-    safetensors bytes are decoded with numpy; a pickle goes through torch (the offline extra)."""
+    safetensors bytes are decoded with numpy (on disk or by range from the Hub); a pickle goes
+    through torch (the offline extra)."""
     info = ck.tensors[name]
     if info.offsets is None:
         import torch
@@ -678,9 +609,8 @@ def read_array(ck: Checkpoint, name: str) -> np.ndarray:
         )
     if info.dtype not in DECODABLE:
         raise KitError(f"cannot read values of dtype {info.dtype} (tensor {name!r})", info.file)
-    with open(info.file, "rb") as f:
-        f.seek(info.offsets[0])
-        buf = f.read(info.offsets[1] - info.offsets[0])
+    with byte_reader(ck, info.file) as read:
+        buf = read(info.offsets[0], info.nbytes) if info.nbytes else b""
     if len(buf) != info.nbytes:
         raise KitError(f"file ends inside tensor {name!r}", info.file)
     return decode(buf, info.dtype)

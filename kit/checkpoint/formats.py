@@ -18,7 +18,8 @@ from enum import Enum
 from typing import Any
 
 from kit.checkpoint.config import DraftConfig
-from kit.checkpoint.files import FLOAT_DTYPES, Checkpoint
+from kit.checkpoint.files import Checkpoint
+from kit.checkpoint.header import FLOAT_DTYPES
 from kit.errors import KitError
 
 # Key layouts of the draft's decoder layer(s).

@@ -24,7 +24,6 @@ from kit.checkpoint.config import (
 )
 from kit.checkpoint.draft import Draft, classify_config, looks_like_draft, open_draft
 from kit.checkpoint.files import (
-    FLOAT_DTYPES,
     SAMPLE_BYTES,
     SAMPLE_WINDOWS,
     Checkpoint,
@@ -34,6 +33,7 @@ from kit.checkpoint.files import (
     read_array,
 )
 from kit.checkpoint.formats import FormatGuess, split_key
+from kit.checkpoint.header import FLOAT_DTYPES
 from kit.findings import Finding, Severity, ranked
 
 # The tensors an EAGLE-3 draft may hold (any layout); anything else is an extra key.
@@ -98,6 +98,8 @@ class InspectionReport:
         }
         if self.stats:
             out["stats"] = {n: s.to_dict() for n, s in self.stats.items()}
+        if self.checkpoint.source is not None:
+            out["hub"] = self.checkpoint.source.to_dict()
         return out
 
 

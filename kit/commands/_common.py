@@ -87,9 +87,17 @@ def gate(findings: Iterable[Finding], threshold: Severity | None) -> int:
 def add_deployment_arguments(p: argparse.ArgumentParser) -> None:
     """What describes a deployment: the draft, the target, the engine release, the logs; any
     subset of them (each check runs on the inputs it needs)."""
-    p.add_argument("--draft", type=Path, help="draft checkpoint (or config) folder")
+    p.add_argument(
+        "--draft",
+        type=Path,
+        help="draft checkpoint (or config) folder, or a Hub repo id org/name[@rev]",
+    )
     p.add_argument("--target", type=Path, help="transformers target folder (offline acceptance)")
-    p.add_argument("--target-config", type=Path, help="target config.json (aux-capture trace)")
+    p.add_argument(
+        "--target-config",
+        type=Path,
+        help="target config.json (aux-capture trace), or a Hub repo id",
+    )
     p.add_argument("--draft-config", type=Path, help="draft config to trace (default: the draft's)")
     p.add_argument(
         "--engine",

@@ -31,8 +31,10 @@ def add_launch_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_launch_arguments(p)
-    p.add_argument("--draft", type=Path, help="draft checkpoint or config folder")
-    p.add_argument("--target-config", type=Path, help="target config.json (or its folder)")
+    p.add_argument("--draft", type=Path, help="draft checkpoint or config folder, or a Hub repo id")
+    p.add_argument(
+        "--target-config", type=Path, help="target config.json (or its folder), or a Hub repo id"
+    )
     p.add_argument(
         "--engine",
         metavar="ENGINE[==X]",

@@ -25,10 +25,19 @@ GUARANTEE = (
     "complete it, or `fix CKPT --undo` to restore the original byte for byte."
 )
 
+# A fixed copy holds every tensor byte, so a Hub draft has to be downloaded to write one.
+WRITE_NEEDS_BYTES = (
+    "a Hub repo read by its headers cannot be written: the plan above needs no download, "
+    "writing it does; add --download (with --out DIR) to fetch the repo and write the fixed copy"
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = GUARANTEE
-    parser.add_argument("path", help="draft checkpoint (file or folder with config.json)")
+    parser.add_argument(
+        "path",
+        help="draft checkpoint (file or folder with config.json), or a Hub repo id org/name[@rev]",
+    )
     parser.add_argument(
         "--engine",
         "--for",
@@ -71,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     if ck.config_path is None:
         raise KitError("no config.json beside the checkpoint", ck.path)
     plan = plan_fix(ck, load_draft_config(ck.config_path), release)
+    if ck.source is not None and (args.out or args.in_place):
+        raise KitError(WRITE_NEEDS_BYTES, Path(ck.source.label))
     result = {"plan": plan.to_dict(), "written": None, "after": None, "undo_record": None}
     if recovered:
         result["plan"]["notes"].insert(0, recovered)

@@ -16,7 +16,7 @@ MAX_TENSOR_ROWS = 200
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "path",
-        help="a .safetensors file, an index .json, a .bin/.pt, a folder or a cached HF repo id",
+        help="a .safetensors file, an index .json, a .bin/.pt, a folder or a Hub repo id org/name[@rev]",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     read = parser.add_mutually_exclusive_group()

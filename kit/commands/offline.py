@@ -105,9 +105,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kit.checkpoint.hub import require_local
     from kit.offline_acceptance import Options, fault_matrix, healthy, judge
     from kit.offline_acceptance.target import load_target
 
+    require_local(args.target, args.draft)
     if args.no_aux_capture and not args.engine:
         raise KitError(NO_AUX_NEEDS_ENGINE)
     if args.matrix and (args.no_aux_capture or args.aux_layers or args.no_d2t):

@@ -17,7 +17,10 @@ HELP = "Replay an engine release's draft loading: key outcomes, parameter states
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", help="draft checkpoint (file or folder with config.json)")
+    parser.add_argument(
+        "path",
+        help="draft checkpoint (file or folder with config.json), or a Hub repo id org/name[@rev]",
+    )
     parser.add_argument(
         "--engine",
         required=True,

@@ -169,7 +169,13 @@ def _tokenizer_findings(
     )
 
     reduced = bool(draft and draft.draft_vocab_size and draft.draft_vocab_size < draft.vocab_size)
-    has_d2t = reduced and draft_dir is not None and any(draft_dir.glob("*.safetensors"))
+    from kit.checkpoint.hub import is_remote
+
+    has_d2t = (
+        reduced
+        and draft_dir is not None
+        and (any(draft_dir.glob("*.safetensors")) or is_remote(draft_dir))
+    )
     if train is None:
         report.skipped["chat template"] = "no --train-tokenizer given"
     if train is None and not has_d2t:

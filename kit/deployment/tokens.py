@@ -153,6 +153,14 @@ def read_d2t(folder: Path) -> Any | None:
     """The draft's d2t offsets (numpy), read from its safetensors files; None when absent."""
     from safetensors import SafetensorError, safe_open
 
+    from kit.checkpoint.hub import is_remote
+
+    if is_remote(folder):  # a Hub draft: d2t alone, by range
+        from kit.checkpoint.files import open_checkpoint
+
+        ck = open_checkpoint(folder)
+        name = next((n for n in ("d2t", "model.d2t") if n in ck.tensors), None)
+        return ck.read_tensor(name).numpy() if name else None
     for path in sorted(folder.glob("*.safetensors")):
         try:
             with safe_open(str(path), framework="numpy") as f:

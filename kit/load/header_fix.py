@@ -34,7 +34,8 @@ import os
 import struct
 from pathlib import Path
 
-from kit.checkpoint.files import INDEX_NAME, Checkpoint, read_safetensors_header
+from kit.checkpoint.files import Checkpoint, read_safetensors_header
+from kit.checkpoint.header import INDEX_NAME
 from kit.errors import KitError
 from kit.load.atomic import fsync_dir, replace_text, write_all
 from kit.load.undo import (

@@ -34,14 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from kit.checkpoint.config import DraftConfig, parse_draft_config
-from kit.checkpoint.files import (
-    INDEX_NAME,
-    Checkpoint,
-    TensorInfo,
-    open_checkpoint,
-    read_safetensors_header,
-)
+from kit.checkpoint.files import Checkpoint, open_checkpoint, read_safetensors_header
 from kit.checkpoint.formats import LAYOUTS, rename_plan
+from kit.checkpoint.header import INDEX_NAME, TensorInfo
 from kit.engines import ENGINES, EngineRelease, parse_engine
 from kit.engines.vocab import Init, State
 from kit.errors import KitError

@@ -26,6 +26,7 @@ from typing import Any
 
 from kit.checkpoint.config import DraftConfig, TargetConfig, load_draft_config
 from kit.checkpoint.files import Checkpoint, open_checkpoint
+from kit.checkpoint.hub import require_local
 from kit.engines import EngineRelease, all_releases, parse_engine
 from kit.engines.aux_ids import aux_flag_key, trained_layers
 from kit.engines.vocab import Init, State
@@ -229,6 +230,7 @@ def load_draft(draft_dir: str | Path, plan: Plan, target=None, device: str = "cp
     release = plan.wiring.release
     cfg, _ = served_config(load_draft_config(draft_dir), release)
     draft = build_draft(cfg, release.name, release)
+    require_local(draft_dir)  # every tensor byte: never by range from the Hub
     load_state(draft, open_checkpoint(draft_dir), plan.load, target=target)
     draft.use_d2t = plan.wiring.use_d2t
     return draft.to(device).eval()

@@ -194,8 +194,14 @@ def _trace_step(
 
 
 def _offline_step(inputs: RunInputs, draft: str | None, target: str | None) -> Step | StepResult:
+    from kit.checkpoint.hub import is_remote
+
     if not (draft and target):
         return _skip("05_offline_acceptance", "needs --draft and --target")
+    if is_remote(draft) or is_remote(target):
+        return _skip(
+            "05_offline_acceptance", "needs the weights on disk, not their Hub headers: --download"
+        )
     params = {
         "target": target,
         "draft": draft,
