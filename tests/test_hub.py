@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, DRAFT, ROOT, TARGET
+from tests.conftest import DATA, DRAFT, ROOT, TARGET
 from hub_server import FakeHub, serve
 
 import kit
