@@ -359,8 +359,11 @@ def test_sglang_acceptance_is_the_schedulers_own_count_split_by_request(tmp_path
     assert found["engine"] == "sglang==0.5.10"
     assert found["source"].startswith("sglang/srt/observability/scheduler_metrics_mixin.py:180")
     assert "over the 5 drafts counted per request: [0.8, 0.6, 0.4] (3 more" in found["evidence"][1]
-    assert found["evidence"][2].endswith(f"accept len (spec_num_accepted_tokens / "
-                                         f"spec_num_forward_ct): {engine_len:.2f}")  # fmt: skip
+    rate = f"{engine_len / 4:.2f}"  # 0.5.10's decode log: accept len / D, D = 3 + 1 here
+    assert found["evidence"][2].startswith(
+        f"over the whole run, SGLang's decode log would print accept len {engine_len:.2f}, "
+        f"accept rate {rate} (accept_len / D, D = 4; "
+    )
 
 
 def test_sglang_zero_acceptance_is_critical_with_the_engines_counts():
@@ -373,7 +376,22 @@ def test_sglang_zero_acceptance_is_critical_with_the_engines_counts():
     assert found.code == "OBSERVED_ZERO_ACCEPTANCE" and found.severity == Severity.CRITICAL
     assert found.engine == "sglang==0.5.10" and "update_spec_metrics" in found.source
     assert found.evidence[1] == "per-position acceptance: []"
-    assert found.evidence[2].endswith(": 1.00")
+    assert "accept len 1.00, accept rate 0.25 (accept_len / D, D = 4;" in found.evidence[2]
+
+
+@pytest.mark.parametrize(
+    ("version", "said"),
+    [
+        ("0.5.11", "accept rate 0.50 ((accept_len - 1) / (D - 1), D = 3;"),  # drafts only
+        ("0.4.10", "accept len 2.00 and no accept rate (0.4.10 managers/"),
+        ("0.3.0", "(no accept-rate rule of the kit's covers this release)"),
+    ],
+)
+def test_sglang_log_figures_follow_the_releases_formula(version, said):
+    from kit.watch.observed import sglang_log_figures
+
+    report = {"engine": {"name": "sglang", "version": version}}
+    assert said in sglang_log_figures(report, 2.0, 10, 20)
 
 
 def test_watch_forwards_signals_to_the_command(tmp_path, fake_engine):

@@ -166,7 +166,7 @@ if __name__ == "__main__":
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
     args = ServerArgs(model_path=target, device="cpu")
-    args.speculative_num_steps, args.speculative_num_draft_tokens = 3, 4
+    args.speculative_num_steps, args.speculative_num_draft_tokens = 3, 6  # a tree: D != steps + 1
     args.decode_log_interval = len(batches)  # one decode log line over every batch
     set_global_server_args_for_scheduler(args)
     s = Scheduler.__new__(Scheduler)  # one rank, no model: what init_metrics and the decode path read
@@ -181,7 +181,7 @@ if __name__ == "__main__":
     s.token_to_kv_pool_allocator = TokenToKVPoolAllocator(64, torch.float32, "cpu", None, False)
     s.tree_cache = ChunkCache(CacheInitParams(disable=True, req_to_token_pool=None,
         token_to_kv_pool_allocator=s.token_to_kv_pool_allocator, page_size=1))
-    s.draft_worker = SimpleNamespace(speculative_num_draft_tokens=4)
+    s.draft_worker = SimpleNamespace(speculative_num_draft_tokens=6)
     for overlap, accepted in batches:
         reqs = []
         for i in range(len(accepted)):
@@ -193,7 +193,7 @@ if __name__ == "__main__":
                               enable_overlap=overlap)
         s.running_batch = batch
         if overlap:  # spec v2: the scheduler resolves accept_lens (bonus token included)
-            result = GenerationBatchResult(next_token_ids=torch.arange(4 * len(accepted)),
+            result = GenerationBatchResult(next_token_ids=torch.arange(6 * len(accepted)),
                                            accept_lens=torch.tensor([a + 1 for a in accepted]))
         else:  # spec v1: the EAGLE worker's verify output
             result = GenerationBatchResult(
@@ -220,10 +220,10 @@ def schedule(tmp_path: Path, batches: list) -> tuple[dict, str]:
     return json.loads(report.read_text()), out.stdout
 
 
-def logged_accept_len(stdout: str) -> str:
-    """The `accept len` of SGLang's own decode log line."""
+def logged(stdout: str) -> tuple[str, str]:
+    """The `accept len` and `accept rate` of SGLang's own decode log line."""
     (line,) = [x for x in stdout.splitlines() if x.startswith("Decode batch")]
-    return re.search(r"accept len: ([0-9.]+),", line).group(1)
+    return re.search(r"accept len: ([0-9.]+), accept rate: ([0-9.]+),", line).groups()
 
 
 def test_acceptance_is_the_schedulers_own_count_per_request(tmp_path):
@@ -235,24 +235,28 @@ def test_acceptance_is_the_schedulers_own_count_per_request(tmp_path):
     accepted = [a for _, batch in batches for a in batch]
     assert totals == {
         "drafts": len(accepted),
-        "draft_tokens": 3 * len(accepted),  # D - 1 = speculative_num_draft_tokens - 1 each
+        "draft_tokens": 5 * len(accepted),  # D - 1 = speculative_num_draft_tokens - 1 each
         "accepted": sum(accepted),
-        "per_position": [sum(a > i for a in accepted) for i in range(3)],
+        "per_position": [sum(a > i for a in accepted) for i in range(max(accepted))],
     }
     mean = 1 + totals["accepted"] / totals["drafts"]
-    assert f"{mean:.2f}" == logged_accept_len(stdout)  # what SGLang's decode log printed
+    accept_len, accept_rate = logged(stdout)  # what SGLang's decode log printed
+    assert f"{mean:.2f}" == accept_len
     intervals = report["acceptance"]["intervals"]
     assert sum(i["delta"]["accepted"] for i in intervals) == totals["accepted"]
     assert report["engine"] == {"name": "sglang", "version": "0.5.10"}
     (found,) = [f for f in watch_findings(report) if f.code == "OBSERVED_ACCEPTANCE"]
     assert found.engine == "sglang==0.5.10" and found.data["mean_acceptance_length"] == mean
+    said = f"would print accept len {accept_len}, accept rate {accept_rate} (accept_len / D, D = 6;"
+    assert said in found.evidence[2]  # the kit's rate rule for 0.5.10, against the real log
 
 
 def test_a_draft_the_scheduler_never_accepts_is_critical(tmp_path):
     from kit.watch.analyze import watch_findings
 
     report, stdout = schedule(tmp_path, [[False, [0, 0]], [True, [0]]])
-    assert logged_accept_len(stdout) == "1.00"
+    assert logged(stdout)[0] == "1.00"
     found = watch_findings(report)
     assert found[0].code == "OBSERVED_ZERO_ACCEPTANCE"
-    assert found[0].title == "the engine accepted none of 9 drafted tokens"
+    assert found[0].title == "the engine accepted none of 15 drafted tokens"
+    assert f"accept rate {logged(stdout)[1]} (accept_len / D" in found[0].evidence[2]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kit.errors import KitError
 from kit.findings import Finding, Severity
 
 OBSERVED = "observed in the running engine"
@@ -212,10 +213,7 @@ def acceptance_findings(report: dict[str, Any]) -> list[Finding]:
         *_per_position(totals),
     )
     if name == "sglang":
-        evidence += (
-            f"over the whole run, the ratio SGLang's decode log prints per interval as accept len "
-            f"(spec_num_accepted_tokens / spec_num_forward_ct): {mean:.2f}",
-        )
+        evidence += (sglang_log_figures(report, mean, drafts, drafted),)
     if accepted == 0 and drafted:
         return [
             Finding(
@@ -239,6 +237,28 @@ def acceptance_findings(report: dict[str, Any]) -> list[Finding]:
             data={"mean_acceptance_length": mean, **totals},
         )
     ]
+
+
+def sglang_log_figures(report: dict[str, Any], mean: float, drafts: int, drafted: int) -> str:
+    """The decode log's figures for these counts over the whole run: `accept len` is
+    spec_num_accepted_tokens / spec_num_forward_ct, this mean; `accept rate` by the kit's table for
+    the release, with D = drafted per step + 1."""
+    from packaging.version import InvalidVersion, Version
+
+    from kit.engines.base import EngineRelease, pick
+    from kit.engines.sglang.acceptance import ACCEPT_RATE
+
+    line = f"over the whole run, SGLang's decode log would print accept len {mean:.2f}"
+    d = drafted // drafts + 1
+    try:
+        version = Version(str((report.get("engine") or {}).get("version", "")).split("+")[0])
+        row = pick(ACCEPT_RATE, EngineRelease("sglang", version))
+    except (InvalidVersion, KitError):
+        return line + " (no accept-rate rule of the kit's covers this release)"
+    if row.value is None:
+        return line + f" and no accept rate ({row.source})"
+    rate = row.value.rate(mean, d)
+    return line + f", accept rate {rate:.2f} ({row.value.expr}, D = {d}; {row.source})"
 
 
 def _per_position(totals: dict[str, Any]) -> tuple[str, ...]:
