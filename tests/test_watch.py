@@ -357,7 +357,7 @@ def test_sglang_acceptance_is_the_schedulers_own_count_split_by_request(tmp_path
     assert r["engine"] == {"name": "sglang", "version": "0.5.10"}
     found = next(f for f in r["findings"] if f["code"] == "OBSERVED_ACCEPTANCE")
     assert found["engine"] == "sglang==0.5.10"
-    assert found["source"].startswith("sglang/srt/observability/scheduler_metrics_mixin.py:180")
+    assert found["source"].startswith("0.5.10 observability/scheduler_metrics_mixin.py:180")
     assert "over the 5 drafts counted per request: [0.8, 0.6, 0.4] (3 more" in found["evidence"][1]
     rate = f"{engine_len / 4:.2f}"  # 0.5.10's decode log: accept len / D, D = 3 + 1 here
     assert found["evidence"][2].startswith(

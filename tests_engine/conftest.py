@@ -26,9 +26,15 @@ RELEASE = "vllm==0.32.0"
 ENGINE_TIMEOUT_S = 600
 
 
-def pytest_configure(config) -> None:
-    if importlib.util.find_spec("vllm") is None:
-        pytest.exit("the real-engine suite needs vLLM: run `make test-engine`", returncode=2)
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """Without vLLM, stop before any test that needs it (every file but those that say
+    `NEEDS_VLLM = False`, which bring their own engine), naming the files."""
+    if importlib.util.find_spec("vllm") is not None:
+        return
+    needing = sorted({i.path.name for i in items if getattr(i.module, "NEEDS_VLLM", True)})
+    if needing:
+        names = ", ".join(needing)
+        pytest.exit(f"{names} need vLLM, not importable here: run `make test-engine`", returncode=2)
 
 
 @dataclass

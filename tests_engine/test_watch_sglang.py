@@ -23,12 +23,26 @@ from safetensors.torch import load_file, save_file
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET, DRAFT = ROOT / "data/pair/target", ROOT / "data/pair/draft"
-SGLANG_PYTHON = os.environ.get("SGLANG_PYTHON")
+NEEDS_VLLM = False  # the suite's conftest lets this file run where vLLM is not installed
+PYTHONS = [p for p in os.environ.get("SGLANG_PYTHON", "").split(os.pathsep) if p]
 
-pytestmark = pytest.mark.skipif(
-    not SGLANG_PYTHON or not Path(SGLANG_PYTHON).exists(),
-    reason="no interpreter with sglang (set SGLANG_PYTHON)",
-)
+
+def release_of(python: str) -> str:
+    """The sglang release an interpreter imports (from its metadata: importing sglang is slow)."""
+    ask = "import importlib.metadata as m; print(m.version('sglang'))"
+    out = subprocess.run([python, "-c", ask], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, f"{python}: no sglang: {out.stderr[-500:]}"
+    return out.stdout.strip()
+
+
+NONE_SET = pytest.mark.skip(reason="no interpreter with sglang: set SGLANG_PYTHON (os.pathsep)")
+
+
+@pytest.fixture(scope="module", params=PYTHONS or [pytest.param(None, marks=NONE_SET)])
+def sglang(request) -> tuple[str, str]:
+    """(interpreter, sglang release): every test runs once per interpreter in SGLANG_PYTHON."""
+    return request.param, release_of(request.param)
+
 
 EXERCISE = """
 import json, os, sys, types
@@ -61,13 +75,13 @@ if __name__ == "__main__":
 """
 
 
-def exercise(tmp_path: Path, draft: Path, width: int) -> dict:
+def exercise(python: str, tmp_path: Path, draft: Path, width: int) -> dict:
     script = tmp_path / "exercise.py"
     script.write_text(EXERCISE)
     report = tmp_path / "kit-watch.json"
     env = {**os.environ, "SGLANG_USE_CPU_ENGINE": "1", "KIT_WATCH_REPORT": str(report)}
     env["PYTHONPATH"] = str(ROOT)
-    cmd = [SGLANG_PYTHON, str(script), str(draft), str(width), str(TARGET), str(tmp_path / "init")]
+    cmd = [python, str(script), str(draft), str(width), str(TARGET), str(tmp_path / "init")]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert "exercised LlamaForCausalLMEagle3" in out.stdout, out.stderr[-3000:]
     return json.loads(report.read_text())
@@ -83,11 +97,11 @@ def midlayer_copy(dst: Path) -> Path:
     return dst
 
 
-def test_keys_sglang_drops_without_a_word_are_named(tmp_path):
+def test_keys_sglang_drops_without_a_word_are_named(sglang, tmp_path):
     from kit.watch.analyze import watch_findings
 
-    report = exercise(tmp_path, DRAFT, 384)
-    assert report["engine"] == {"name": "sglang", "version": "0.5.10"}
+    report = exercise(sglang[0], tmp_path, DRAFT, 384)
+    assert report["engine"] == {"name": "sglang", "version": sglang[1]}
     states = {p["name"]: p["state"] for p in report["load"]["params"]}
     assert states["model.midlayer.self_attn.qkv_proj.weight"] == "never_written"
     assert states["model.fc.weight"] == "written"
@@ -97,14 +111,14 @@ def test_keys_sglang_drops_without_a_word_are_named(tmp_path):
     assert "d2t" not in found[0].data["skipped_keys"]  # consumed as hot_token_id
 
 
-def test_midlayer_names_load_whole_and_fc_runs_at_three_states(tmp_path):
-    report = exercise(tmp_path, midlayer_copy(tmp_path / "d"), 384)
+def test_midlayer_names_load_whole_and_fc_runs_at_three_states(sglang, tmp_path):
+    report = exercise(sglang[0], tmp_path, midlayer_copy(tmp_path / "d"), 384)
     assert all(p["state"] == "written" for p in report["load"]["params"])
     assert (report["first_forward"]["width"], report["first_forward"]["fc_ran"]) == (384, True)
 
 
-def test_one_state_wide_input_skips_fc_by_sglangs_shape_gate(tmp_path):
-    report = exercise(tmp_path, midlayer_copy(tmp_path / "d"), 128)
+def test_one_state_wide_input_skips_fc_by_sglangs_shape_gate(sglang, tmp_path):
+    report = exercise(sglang[0], tmp_path, midlayer_copy(tmp_path / "d"), 128)
     assert (report["first_forward"]["width"], report["first_forward"]["fc_ran"]) == (128, False)
 
 
@@ -145,7 +159,7 @@ sys.modules[__name__].__class__ = _Module
 """
 
 SCHEDULE = """
-import json, logging, sys
+import dataclasses, json, logging, sys
 from types import SimpleNamespace
 import torch
 
@@ -165,6 +179,10 @@ if __name__ == "__main__":
     from sglang.srt.server_args import ServerArgs, set_global_server_args_for_scheduler
     from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
 
+    fields = {f.name for f in dataclasses.fields(GenerationBatchResult)}
+    total, per_req = ("num_accepted_tokens", "accept_length_per_req_cpu")  # 0.5.10
+    if "num_accepted_drafts" in fields:  # 0.5.11 managers/utils.py:30-31
+        total, per_req = ("num_accepted_drafts", "num_accepted_drafts_per_req_cpu")
     args = ServerArgs(model_path=target, device="cpu")
     args.speculative_num_steps, args.speculative_num_draft_tokens = 3, 6  # a tree: D != steps + 1
     args.decode_log_interval = len(batches)  # one decode log line over every batch
@@ -172,16 +190,18 @@ if __name__ == "__main__":
     s = Scheduler.__new__(Scheduler)  # one rank, no model: what init_metrics and the decode path read
     s.server_args, s.device, s.attn_tp_rank, s.dp_rank = args, "cpu", 0, 0
     s.enable_kv_cache_events = s.is_hybrid_swa = s.is_hybrid_ssm = False
+    s.enable_hisparse = False  # read by 0.5.11's pool stats
     s.init_metrics(0, 0, None)
-    s.is_generation, s.enable_overlap = True, False
+    s.is_generation, s.enable_overlap, s.enable_overlap_mlx = True, False, False  # mlx: 0.5.11
     s.spec_algorithm = SpeculativeAlgorithm.EAGLE3
     s.disaggregation_mode = DisaggregationMode.NULL
     s.send_to_detokenizer = SenderWrapper(None)
-    s.waiting_queue, s.max_total_num_tokens = [], 64
+    s.waiting_queue, s.max_total_num_tokens, s.max_running_requests = [], 64, 8
     s.token_to_kv_pool_allocator = TokenToKVPoolAllocator(64, torch.float32, "cpu", None, False)
     s.tree_cache = ChunkCache(CacheInitParams(disable=True, req_to_token_pool=None,
         token_to_kv_pool_allocator=s.token_to_kv_pool_allocator, page_size=1))
     s.draft_worker = SimpleNamespace(speculative_num_draft_tokens=6)
+    s.model_config = SimpleNamespace(think_end_id=None)  # read by 0.5.11 per token
     for overlap, accepted in batches:
         reqs = []
         for i in range(len(accepted)):
@@ -195,16 +215,16 @@ if __name__ == "__main__":
         if overlap:  # spec v2: the scheduler resolves accept_lens (bonus token included)
             result = GenerationBatchResult(next_token_ids=torch.arange(6 * len(accepted)),
                                            accept_lens=torch.tensor([a + 1 for a in accepted]))
-        else:  # spec v1: the EAGLE worker's verify output
+        else:  # spec v1: the EAGLE worker's verify output, by the release's field names
             result = GenerationBatchResult(
                 next_token_ids=torch.arange(sum(accepted) + len(accepted)),
-                num_accepted_tokens=sum(accepted), accept_length_per_req_cpu=list(accepted))
+                **{total: sum(accepted), per_req: list(accepted)})
         s.process_batch_result_decode(batch, result)
     print("exercised", batch.is_spec_v2)
 """
 
 
-def schedule(tmp_path: Path, batches: list) -> tuple[dict, str]:
+def schedule(python: str, tmp_path: Path, batches: list) -> tuple[dict, str]:
     """Run the real scheduler's decode path over `batches` ([overlap, accepted drafts per
     request]); the report and the engine's own output."""
     (tmp_path / "kernels" / "sgl_kernel").mkdir(parents=True)
@@ -214,7 +234,7 @@ def schedule(tmp_path: Path, batches: list) -> tuple[dict, str]:
     report = tmp_path / "kit-watch.json"
     env = {**os.environ, "SGLANG_USE_CPU_ENGINE": "1", "KIT_WATCH_REPORT": str(report)}
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "kernels"), str(ROOT)])
-    cmd = [SGLANG_PYTHON, str(script), str(TARGET), json.dumps(batches)]
+    cmd = [python, str(script), str(TARGET), json.dumps(batches)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert "exercised" in out.stdout, out.stderr[-3000:]
     return json.loads(report.read_text()), out.stdout
@@ -226,11 +246,11 @@ def logged(stdout: str) -> tuple[str, str]:
     return re.search(r"accept len: ([0-9.]+), accept rate: ([0-9.]+),", line).groups()
 
 
-def test_acceptance_is_the_schedulers_own_count_per_request(tmp_path):
+def test_acceptance_is_the_schedulers_own_count_per_request(sglang, tmp_path):
     from kit.watch.analyze import watch_findings
 
     batches = [[False, [2, 1]], [True, [3, 0]], [False, [0]]]  # spec v1, v2 (overlap), v1
-    report, stdout = schedule(tmp_path, batches)
+    report, stdout = schedule(sglang[0], tmp_path, batches)
     totals = report["acceptance"]["totals"]
     accepted = [a for _, batch in batches for a in batch]
     assert totals == {
@@ -244,19 +264,20 @@ def test_acceptance_is_the_schedulers_own_count_per_request(tmp_path):
     assert f"{mean:.2f}" == accept_len
     intervals = report["acceptance"]["intervals"]
     assert sum(i["delta"]["accepted"] for i in intervals) == totals["accepted"]
-    assert report["engine"] == {"name": "sglang", "version": "0.5.10"}
+    assert report["engine"] == {"name": "sglang", "version": sglang[1]}
     (found,) = [f for f in watch_findings(report) if f.code == "OBSERVED_ACCEPTANCE"]
-    assert found.engine == "sglang==0.5.10" and found.data["mean_acceptance_length"] == mean
-    said = f"would print accept len {accept_len}, accept rate {accept_rate} (accept_len / D, D = 6;"
-    assert said in found.evidence[2]  # the kit's rate rule for 0.5.10, against the real log
+    assert found.engine == f"sglang=={sglang[1]}" and found.data["mean_acceptance_length"] == mean
+    assert found.source.startswith(f"{sglang[1]} ")  # the release table's row for this release
+    said = f"would print accept len {accept_len}, accept rate {accept_rate} ("
+    assert said in found.evidence[2] and ", D = 6;" in found.evidence[2]  # the kit's rate rule
 
 
-def test_a_draft_the_scheduler_never_accepts_is_critical(tmp_path):
+def test_a_draft_the_scheduler_never_accepts_is_critical(sglang, tmp_path):
     from kit.watch.analyze import watch_findings
 
-    report, stdout = schedule(tmp_path, [[False, [0, 0]], [True, [0]]])
+    report, stdout = schedule(sglang[0], tmp_path, [[False, [0, 0]], [True, [0]]])
     assert logged(stdout)[0] == "1.00"
     found = watch_findings(report)
     assert found[0].code == "OBSERVED_ZERO_ACCEPTANCE"
     assert found[0].title == "the engine accepted none of 15 drafted tokens"
-    assert f"accept rate {logged(stdout)[1]} (accept_len / D" in found[0].evidence[2]
+    assert f"accept rate {logged(stdout)[1]} (" in found[0].evidence[2]

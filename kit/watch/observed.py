@@ -23,8 +23,6 @@ FORWARD_HOOK = {
 }
 STATS_HOOK = {
     "vllm": "vllm/v1/core/sched/scheduler.py:2961 Scheduler.make_spec_decoding_stats",
-    "sglang": "sglang/srt/observability/scheduler_metrics_mixin.py:180 "
-    "Scheduler.update_spec_metrics",
 }
 
 
@@ -205,6 +203,7 @@ def acceptance_findings(report: dict[str, Any]) -> list[Finding]:
     if not totals or not totals.get("drafts"):
         return []
     name, release = engine_of(report)
+    source = stats_source(report)
     drafts, drafted, accepted = totals["drafts"], totals["draft_tokens"], totals["accepted"]
     mean = 1 + accepted / drafts
     evidence = (
@@ -223,7 +222,7 @@ def acceptance_findings(report: dict[str, Any]) -> list[Finding]:
                 evidence=evidence,
                 fix="see the load and first-forward findings for the cause",
                 engine=release,
-                source=STATS_HOOK.get(name),
+                source=source,
             )
         ]
     return [
@@ -233,10 +232,21 @@ def acceptance_findings(report: dict[str, Any]) -> list[Finding]:
             title=f"mean acceptance length {mean:.3f} as the engine counted it",
             evidence=evidence,
             engine=release,
-            source=STATS_HOOK.get(name),
+            source=source,
             data={"mean_acceptance_length": mean, **totals},
         )
     ]
+
+
+def stats_source(report: dict[str, Any]) -> str | None:
+    """The engine method the counts came through: for SGLang, the release table's row."""
+    name, _ = engine_of(report)
+    if name != "sglang":
+        return STATS_HOOK.get(name)
+    from kit.watch.sglang_sites import site_for
+
+    row = site_for(str((report.get("engine") or {}).get("version", "")))
+    return row.source if row else None
 
 
 def sglang_log_figures(report: dict[str, Any], mean: float, drafts: int, drafted: int) -> str:

@@ -1,18 +1,11 @@
-"""Read-only hooks on SGLang's own acceptance counters (written against sglang 0.5.10's classes).
+"""Read-only hooks on SGLang's own acceptance counters, placed by the release table in
+`kit.watch.sglang_sites` (which class counts, which result list splits the count per request).
 
-- `Scheduler.update_spec_metrics(bs, num_accepted_tokens)` (`sglang/srt/observability/
-  scheduler_metrics_mixin.py:180-183`): the scheduler's count of one decode batch's verify steps,
-  `spec_num_accepted_tokens += num_accepted_tokens + bs` and `spec_num_forward_ct += bs`, the two
-  figures the decode log divides for its `accept len` (`:614-616`). `process_batch_result_decode`
-  calls it once per decode batch (`managers/scheduler_output_processor_mixin.py:426`).
-- `Scheduler.process_batch_result_decode(batch, result)` (`:374`): the result being counted, whose
-  `accept_length_per_req_cpu` (accepted drafts per request, `speculative/eagle_worker.py:339`, or
-  `scheduler_output_processor_mixin.py:344` under the overlap scheduler) splits the batch's count
-  by request, so the report gets the per-position counts vLLM's scheduler gives.
-
-Drafted per verify step: D - 1, with D = `speculative_num_draft_tokens`, falling back to
-`speculative_num_steps + 1` as the decode log's accept rate does (`scheduler_metrics_mixin.py:
-617-621`).
+- `update_spec_metrics(bs, drafts, ...)`: the engine's count of one decode batch's verify steps,
+  the figures its decode log divides for `accept len`. The hook records it before the engine does.
+- `process_batch_result_decode(batch, result)`: the caller, handling the batch result whose
+  per-request list (accepted drafts, bonus excluded) splits that count, so the report gets the
+  per-position counts vLLM's scheduler gives. The list is used only where it adds up to the count.
 """
 
 from __future__ import annotations
@@ -24,21 +17,31 @@ from typing import Any
 from kit.watch import evidence
 from kit.watch.lazy import when_imported
 from kit.watch.sglang_hooks import _engine
+from kit.watch.sglang_sites import CountSite, modules, site_for
 from kit.watch.vllm_hooks import _wrap
 
-MODULE = "sglang.srt.managers.scheduler"
 _current = threading.local()  # the batch result `process_batch_result_decode` is handling
 _state = {"engine": False}
 
 
 def install() -> None:
-    when_imported(MODULE, _patch)
+    for name in sorted(modules()):
+        when_imported(name, _patch)
 
 
 def _patch(module: ModuleType) -> None:
-    cls = module.Scheduler
-    _wrap(cls, "process_batch_result_decode", _decode_hook)
-    _wrap(cls, "update_spec_metrics", _count_hook)
+    """Wrap the methods this release's row places in `module` (none outside the table)."""
+    row = site_for(_engine()["version"])
+    if row is None:
+        return
+    site = row.value
+    for where, method, make in (
+        (site.decoder, "process_batch_result_decode", _decode_hook),
+        (site.counter, "update_spec_metrics", lambda original: _count_hook(original, site)),
+    ):
+        name, cls = where.split(":")
+        if name == module.__name__ and hasattr(module, cls):
+            _wrap(getattr(module, cls), method, make)
 
 
 def _decode_hook(original: Any) -> Any:
@@ -53,22 +56,22 @@ def _decode_hook(original: Any) -> Any:
     return process_batch_result_decode
 
 
-def _count_hook(original: Any) -> Any:
-    def update_spec_metrics(self, bs, num_accepted_tokens, *args, **kwargs):  # type: ignore[no-untyped-def]
+def _count_hook(original: Any, site: CountSite) -> Any:
+    def update_spec_metrics(self, bs, drafts, *args, **kwargs):  # type: ignore[no-untyped-def]
         if bs:
             if not _state["engine"]:  # the counts name their engine, load hook or not
                 _state["engine"] = True
                 evidence.record({"engine": _engine()})
-            count_batch(drafted_per_step(self), bs, num_accepted_tokens)
-        return original(self, bs, num_accepted_tokens, *args, **kwargs)
+            lengths = per_request(getattr(_current, "result", None), site.per_request, bs, drafts)
+            count_batch(site.drafted(self), bs, drafts, lengths)
+        return original(self, bs, drafts, *args, **kwargs)
 
     return update_spec_metrics
 
 
-def count_batch(drafted: int, bs: int, accepted: int) -> None:
-    """One decode batch as the scheduler counted it: per request where the result being handled
-    splits the count the same way, else in sum only (never a split the engine did not make)."""
-    lengths = per_request(bs, accepted)
+def count_batch(drafted: int, bs: int, accepted: int, lengths: list[int] | None) -> None:
+    """One decode batch as the engine counted it: per request where `lengths` split the count,
+    else in sum only (never a split the engine did not make)."""
     if lengths is None:
         evidence.count_unsplit(bs, drafted, accepted)
         return
@@ -76,19 +79,10 @@ def count_batch(drafted: int, bs: int, accepted: int) -> None:
         evidence.count_draft(drafted, int(n))
 
 
-def per_request(bs: int, accepted: int) -> list[int] | None:
-    """The accepted drafts of each request in the batch being counted, when they add up to the
-    scheduler's own figures."""
-    result = getattr(_current, "result", None)
-    lengths = getattr(result, "accept_length_per_req_cpu", None)
+def per_request(result: Any, attr: str | None, bs: int, accepted: int) -> list[int] | None:
+    """The accepted drafts of each request in the batch being counted, read from the result's
+    `attr` list, when they add up to the engine's own figures."""
+    lengths = getattr(result, attr, None) if attr else None
     if not isinstance(lengths, list) or len(lengths) != bs or sum(lengths) != accepted:
         return None
     return lengths
-
-
-def drafted_per_step(scheduler: Any) -> int:
-    """D - 1: the draft tokens each request's verify step checked."""
-    args = getattr(scheduler, "server_args", None)
-    steps = getattr(args, "speculative_num_steps", None) or 0
-    d = getattr(args, "speculative_num_draft_tokens", None) or steps + 1
-    return max(int(d) - 1, 0)
