@@ -12,6 +12,7 @@ SGLANG_PYTHON (see the README for how the one used here was made); skipped witho
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -27,6 +28,7 @@ NEEDS_VLLM = False  # the suite's conftest lets this file run where vLLM is not 
 PYTHONS = [p for p in os.environ.get("SGLANG_PYTHON", "").split(os.pathsep) if p]
 
 
+@functools.cache
 def release_of(python: str) -> str:
     """The sglang release an interpreter imports (from its metadata: importing sglang is slow)."""
     ask = "import importlib.metadata as m; print(m.version('sglang'))"
@@ -38,7 +40,11 @@ def release_of(python: str) -> str:
 NONE_SET = pytest.mark.skip(reason="no interpreter with sglang: set SGLANG_PYTHON (os.pathsep)")
 
 
-@pytest.fixture(scope="module", params=PYTHONS or [pytest.param(None, marks=NONE_SET)])
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param(p, id=release_of(p)) for p in PYTHONS]
+    or [pytest.param(None, marks=NONE_SET)],
+)
 def sglang(request) -> tuple[str, str]:
     """(interpreter, sglang release): every test runs once per interpreter in SGLANG_PYTHON."""
     return request.param, release_of(request.param)
@@ -220,8 +226,102 @@ if __name__ == "__main__":
                 next_token_ids=torch.arange(sum(accepted) + len(accepted)),
                 **{total: sum(accepted), per_req: list(accepted)})
         s.process_batch_result_decode(batch, result)
-    print("exercised", batch.is_spec_v2)
+    print("exercised")
 """
+
+
+# From 0.5.23 the scheduler is split into components: the decode path is
+# `SchedulerBatchResultProcessor.process_batch_result_decode` (managers/scheduler_components/
+# batch_result_processor.py:952), counting through `SchedulerMetricsReporter.update_spec_metrics`
+# (metrics_reporter.py:543), which also prints the decode log (:901). Every spec result there is
+# resolved from `accept_lens` (bonus included, :770-788): the v2 workers are the only ones left.
+# Real components throughout, but for the scheduler the reporter reads its attributes from, and the
+# workers' verify-complete callback.
+SCHEDULE_COMPONENTS = """
+import dataclasses, json, logging, sys
+from types import SimpleNamespace
+import torch
+
+if __name__ == "__main__":
+    from kit.watch import boot
+    assert boot.install()
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
+    target, batches = sys.argv[1], json.loads(sys.argv[2])
+    from sglang.srt.disaggregation.utils import DisaggregationMode
+    from sglang.srt.managers.schedule_batch import Req, ScheduleBatch
+    from sglang.srt.managers.scheduler_components import (
+        batch_result_processor, kv_events_publisher, metrics_reporter, output_sender,
+        output_streamer, pool_stats_observer)
+    from sglang.srt.managers.utils import GenerationBatchResult
+    from sglang.srt.mem_cache.allocator import TokenToKVPoolAllocator
+    from sglang.srt.mem_cache.cache_init_params import CacheInitParams
+    from sglang.srt.mem_cache.radix_cache import RadixCache
+    from sglang.srt.observability.metrics_collector import SchedulerMetricsCollectorContext
+    from sglang.srt.runtime_context import SpawnRanks, publish
+    from sglang.srt.sampling.sampling_params import SamplingParams
+    from sglang.srt.server_args import ServerArgs
+    from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
+
+    args = ServerArgs(model_path=target, device="cpu")
+    args.speculative_num_steps, args.speculative_num_draft_tokens = 3, 6  # a tree: D != steps + 1
+    args.decode_log_interval = len(batches)  # one decode log line over every batch
+    publish(args, role="scheduler", ranks=SpawnRanks(world_rank=0))
+    eagle3 = SpeculativeAlgorithm.EAGLE3
+    alloc = TokenToKVPoolAllocator(64, torch.float32, "cpu", None, False)
+    cache = RadixCache(CacheInitParams(disable=True, req_to_token_pool=None,
+                                       token_to_kv_pool_allocator=alloc, page_size=1))
+    worker = SimpleNamespace(on_verify_complete_cpu=lambda *a, **k: None,
+                             speculative_num_steps=3, speculative_num_draft_tokens=6)
+    scheduler = SimpleNamespace(device="cpu", forward_ct=0, spec_algorithm=eagle3,
+                                disaggregation_mode=DisaggregationMode.NULL, waiting_queue=[],
+                                draft_worker=worker)
+    scheduler.pool_stats_observer = pool_stats_observer.SchedulerPoolStatsObserver(
+        tree_cache=cache, token_to_kv_pool_allocator=alloc, req_to_token_pool=None,
+        session_controller=None, hisparse_coordinator=None, is_hybrid_swa=False,
+        is_hybrid_ssm=False, enable_hisparse=False, full_tokens_per_layer=None,
+        swa_tokens_per_layer=None, max_total_num_tokens=64)
+    scheduler.kv_events_publisher = kv_events_publisher.SchedulerKvEventsPublisher(
+        kv_events_config=None, tree_cache=cache, send_metrics_from_scheduler=None,
+        max_running_requests=8, max_total_num_tokens=64, get_stats=lambda: None)
+    context = SchedulerMetricsCollectorContext(
+        enable_metrics=False, is_stats_logging_rank=True, current_scheduler_metrics_enabled=False,
+        enable_kv_cache_events=False, collector=None)
+    reporter = metrics_reporter.SchedulerMetricsReporter(
+        scheduler=scheduler, metrics_collector_context=context, metrics_collector=None)
+    streamer = output_streamer.SchedulerOutputStreamer(
+        send_to_detokenizer=output_sender.SenderWrapper(None), tree_cache=cache, server_args=args,
+        is_generation=True, spec_algorithm=eagle3, disaggregation_mode=DisaggregationMode.NULL,
+        enable_hicache_storage=lambda: False)
+    cls = batch_result_processor.SchedulerBatchResultProcessor
+    unused = {f.name: None for f in dataclasses.fields(cls)}  # read only off the decode path
+    processor = cls(**unused | dict(
+        is_generation=True, disaggregation_mode=DisaggregationMode.NULL, enable_overlap=False,
+        enable_overlap_mlx=False, token_to_kv_pool_allocator=alloc, tree_cache=cache,
+        model_config=SimpleNamespace(think_end_id=None, self_opened_think_start_ids=None),
+        metrics_reporter=reporter, draft_worker=worker, model_worker=worker,
+        output_streamer=streamer))
+    for overlap, accepted in batches:
+        reqs = []
+        for i in range(len(accepted)):
+            sampling = SamplingParams(max_new_tokens=100)
+            sampling.normalize(None)
+            reqs.append(Req(f"r{i}", "", [1, 2, 3], sampling, vocab_size=1000))
+        batch = ScheduleBatch(reqs=reqs, spec_algorithm=eagle3, enable_overlap=overlap)
+        scheduler.running_batch = batch
+        result = GenerationBatchResult(next_token_ids=torch.arange(6 * len(accepted)),
+                                       accept_lens=torch.tensor([a + 1 for a in accepted]),
+                                       speculative_num_draft_tokens=6)
+        dataclasses.replace(processor, enable_overlap=overlap).process_batch_result_decode(
+            batch, result)
+    print("exercised")
+"""
+
+
+def components(python: str) -> bool:
+    """Whether the release splits the scheduler into components (0.5.23 and later)."""
+    from packaging.version import Version
+
+    return Version(release_of(python)) >= Version("0.5.23")
 
 
 def schedule(python: str, tmp_path: Path, batches: list) -> tuple[dict, str]:
@@ -230,7 +330,7 @@ def schedule(python: str, tmp_path: Path, batches: list) -> tuple[dict, str]:
     (tmp_path / "kernels" / "sgl_kernel").mkdir(parents=True)
     (tmp_path / "kernels" / "sgl_kernel" / "__init__.py").write_text(STAND_IN)
     script = tmp_path / "schedule.py"
-    script.write_text(SCHEDULE)
+    script.write_text(SCHEDULE_COMPONENTS if components(python) else SCHEDULE)
     report = tmp_path / "kit-watch.json"
     env = {**os.environ, "SGLANG_USE_CPU_ENGINE": "1", "KIT_WATCH_REPORT": str(report)}
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "kernels"), str(ROOT)])
