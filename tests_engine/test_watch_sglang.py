@@ -82,6 +82,13 @@ if __name__ == "__main__":
 
 
 def exercise(python: str, tmp_path: Path, draft: Path, width: int) -> dict:
+    if components(python):  # not a pass: these checks did not run there
+        pytest.skip(
+            "load checks written for 0.5.10/0.5.11: 0.5.23 needs a published runtime context "
+            "before initialize_model_parallel(), and names its decoder layer layers.0 with "
+            "midlayer.* mapped onto it (models/llama_eagle3.py:199,338-339), so the drop does "
+            "not happen there"
+        )
     script = tmp_path / "exercise.py"
     script.write_text(EXERCISE)
     report = tmp_path / "kit-watch.json"
