@@ -366,6 +366,125 @@ def test_sglang_acceptance_is_the_schedulers_own_count_split_by_request(tmp_path
     )
 
 
+SGLANG_COMPONENTS = {
+    "managers/scheduler_components/metrics_reporter.py": '''
+class SchedulerMetricsReporter:
+    """sglang 0.5.23's counter (managers/scheduler_components/metrics_reporter.py:543)."""
+
+    def __init__(self):
+        self.spec_num_accept_tokens = self.spec_num_forward_ct = 0
+
+    def update_spec_metrics(self, bs, num_correct_drafts, num_accept_tokens, num_block_accept_tokens=0):
+        self.spec_num_accept_tokens += num_accept_tokens
+        self.spec_num_forward_ct += bs
+''',
+    "managers/scheduler_components/batch_result_processor.py": '''
+class SchedulerBatchResultProcessor:
+    """sglang 0.5.23's decode path (batch_result_processor.py:952,986)."""
+
+    def __init__(self, reporter):
+        self.metrics_reporter = reporter
+
+    def process_batch_result_decode(self, batch, result):
+        bs = len(batch.reqs)
+        self.metrics_reporter.update_spec_metrics(
+            bs, result.num_correct_drafts, num_accept_tokens=result.num_correct_drafts + bs)
+''',
+    "runtime_context.py": """
+from types import SimpleNamespace
+
+def get_spec():
+    return SimpleNamespace(speculative_num_steps=3, speculative_num_draft_tokens=6)
+""",
+    "managers/scheduler.py": '''
+class Scheduler:
+    """Still there in 0.5.23, without the count: a hook placed here would see nothing."""
+''',
+}
+
+SGLANG_COMPONENTS_ENGINE = """
+from types import SimpleNamespace as NS
+from sglang.srt.managers.scheduler_components.batch_result_processor import (
+    SchedulerBatchResultProcessor)
+from sglang.srt.managers.scheduler_components.metrics_reporter import SchedulerMetricsReporter
+r = SchedulerMetricsReporter()
+p = SchedulerBatchResultProcessor(r)
+for lengths in ([2, 1], [0, 3]):  # accept_length_per_req_cpu: a dLLM block length there
+    result = NS(num_correct_drafts=3, num_correct_drafts_per_req_cpu=lengths,
+                accept_length_per_req_cpu=[3, 0])
+    p.process_batch_result_decode(NS(reqs=[None, None]), result)
+print(f"accept len {r.spec_num_accept_tokens / r.spec_num_forward_ct:.4f}", flush=True)
+"""
+
+
+def _fake_sglang(tmp_path, version: str, files: dict[str, str], engine: str) -> dict[str, str]:
+    """An `sglang` package at `version` with `files` under srt/, and the environment to run it."""
+    root = tmp_path / "engine" / "sglang"
+    for rel, text in files.items():
+        path = root / "srt" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for folder in [p for p in root.rglob("*") if p.is_dir()] + [root]:
+        (folder / "__init__.py").touch()
+    (root / "__init__.py").write_text(f'__version__ = "{version}"\n')
+    (tmp_path / "engine.py").write_text(engine)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return env | {"PYTHONPATH": str(tmp_path / "engine"), "KIT_WATCH_INTERVAL": "0.1"}
+
+
+def test_sglang_0_5_23_is_counted_in_its_metrics_reporter_by_num_correct_drafts(tmp_path):
+    env = _fake_sglang(tmp_path, "0.5.23", SGLANG_COMPONENTS, SGLANG_COMPONENTS_ENGINE)
+    report, proc = _watch(tmp_path, env)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    r = read_report(report)
+    totals = r["acceptance"]["totals"]  # per position from [2, 1], [0, 3]; not the block lengths
+    assert totals == {"drafts": 4, "draft_tokens": 20, "accepted": 6, "per_position": [3, 2, 1]}
+    engine_len = float(out.split("accept len ")[1])
+    assert round(1 + totals["accepted"] / totals["drafts"], 4) == engine_len
+    found = next(f for f in r["findings"] if f["code"] == "OBSERVED_ACCEPTANCE")
+    assert found["source"].startswith("0.5.23 managers/scheduler_components/metrics_reporter.py")
+    assert "((accept_len - 1) / (D - 1), D = 6; " in found["evidence"][2]  # D from get_spec()
+
+
+def test_sglang_0_5_11_splits_by_its_renamed_per_request_list(tmp_path):
+    engine = SGLANG_ENGINE.replace("accept_length_per_req_cpu", "num_accepted_drafts_per_req_cpu")
+    files = {"managers/scheduler.py": SGLANG_SCHEDULER}
+    env = _fake_sglang(tmp_path, "0.5.11", files, engine)
+    report, proc = _watch(tmp_path, env)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    r = read_report(report)
+    assert r["acceptance"]["totals"]["per_position"] == [4, 3, 2]  # 5 drafts split, 3 in sum only
+    assert r["acceptance"]["totals"]["unsplit_drafts"] == 3
+    found = next(f for f in r["findings"] if f["code"] == "OBSERVED_ACCEPTANCE")
+    assert found["source"].startswith("0.5.11 observability/scheduler_metrics_mixin.py:191")
+
+
+@pytest.mark.parametrize(
+    ("version", "per_request"),
+    [
+        ("0.5.6", None), ("0.5.9", None), ("0.5.10", "accept_length_per_req_cpu"),
+        ("0.5.11", "num_accepted_drafts_per_req_cpu"), ("0.5.22", "num_accepted_drafts_per_req_cpu"),
+        ("0.5.23", "num_correct_drafts_per_req_cpu"), ("0.6.0+cpu", "num_correct_drafts_per_req_cpu"),
+    ],
+)  # fmt: skip
+def test_sglang_count_sites_cover_their_ranges_once(version, per_request):
+    from kit.watch.sglang_sites import COUNT_SITES, site_for
+
+    row = site_for(version)
+    assert row is not None and row.value.per_request == per_request
+    assert row.source.startswith(row.versions.first + " ")  # each row cites its first release
+    assert sum(site_for(version) is r for r in COUNT_SITES) == 1
+
+
+@pytest.mark.parametrize("version", ["0.4.10", "0.5.5", "unknown", ""])
+def test_sglang_releases_outside_the_table_get_no_counting_hook(version):
+    from kit.watch.sglang_sites import site_for
+
+    assert site_for(version) is None
+
+
 def test_sglang_zero_acceptance_is_critical_with_the_engines_counts():
     report = {
         "engine": {"name": "sglang", "version": "0.5.10"},
