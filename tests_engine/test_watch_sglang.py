@@ -1,13 +1,17 @@
-"""`kit watch`'s SGLang hooks against SGLang's own classes (sglang 0.5.10 from its wheel).
+"""`kit watch`'s SGLang hooks against SGLang's own classes, once per interpreter in SGLANG_PYTHON
+(exercised: sglang 0.5.10, 0.5.11 and 0.5.23, each from its wheel).
 
 SGLang does not run on CPU end to end, so this builds its real `LlamaForCausalLMEagle3` on CPU
 (gloo, one rank, `SGLANG_USE_CPU_ENGINE=1`), hands the real `load_weights` the bundled draft's
 tensors and calls the real draft `LlamaModel.forward` on an empty batch (the idle-batch path, after
-its fc gate). The acceptance counts go through the real `Scheduler.process_batch_result_decode`
-(with real `Req`s, `ScheduleBatch`, `GenerationBatchResult`, KV allocator and cache) of a
-`Scheduler` made without its `__init__` (which would load a model): its real `update_spec_metrics`
-counts, and its real decode log prints `accept len`. Needs an interpreter with sglang importable:
-SGLANG_PYTHON (see the README for how the one used here was made); skipped without it.
+its fc gate); these load checks are written for 0.5.10 and 0.5.11. The acceptance counts go
+through the release's real decode path with real `Req`s, `ScheduleBatch`, `GenerationBatchResult`,
+KV allocator and cache: up to 0.5.22, `Scheduler.process_batch_result_decode` of a `Scheduler`
+made without its `__init__` (which would load a model); from 0.5.23, the scheduler's components
+(`SchedulerBatchResultProcessor`, `SchedulerMetricsReporter`, ...). The release's real counter
+counts, and its real decode log prints `accept len`. SGLANG_PYTHON: interpreters with sglang
+importable, os.pathsep-separated (see the README for how the ones used here were made); skipped
+without one. vLLM is not needed (`NEEDS_VLLM = False` for the suite's conftest).
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ COUNT_SITES: list[Row[CountSite]] = [
         CountSite(SCHEDULER, SCHEDULER, "num_accepted_drafts_per_req_cpu", _from_server_args),
         "0.5.11 observability/scheduler_metrics_mixin.py:191 Scheduler.update_spec_metrics, called "
         "by managers/scheduler_output_processor_mixin.py:442; num_accepted_drafts_per_req_cpu: "
-        "bonus excluded, managers/utils.py:30-31, speculative/eagle_info.py:470-475, "
+        "bonus excluded, managers/utils.py:30-31, speculative/eagle_info.py:471-475, "
         "managers/scheduler_output_processor_mixin.py:366 (accept_lens - 1)"),
     Row(VersionRange("0.5.23"),
         CountSite("sglang.srt.managers.scheduler_components.metrics_reporter:"
