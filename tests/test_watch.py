@@ -478,6 +478,15 @@ def test_sglang_count_sites_cover_their_ranges_once(version, per_request):
     assert sum(site_for(version) is r for r in COUNT_SITES) == 1
 
 
+def test_sglang_0_5_23_reads_d_from_its_scheduler_where_no_spec_bag_is_published():
+    from types import SimpleNamespace as NS
+
+    from kit.watch.sglang_sites import site_for
+
+    args = NS(speculative_num_steps=3, speculative_num_draft_tokens=None)  # D = 3 + 1
+    assert site_for("0.5.23").value.drafted(NS(scheduler=NS(server_args=args))) == 3
+
+
 @pytest.mark.parametrize("version", ["0.4.10", "0.5.5", "unknown", ""])
 def test_sglang_releases_outside_the_table_get_no_counting_hook(version):
     from kit.watch.sglang_sites import site_for

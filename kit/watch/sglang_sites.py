@@ -39,12 +39,16 @@ def _from_server_args(scheduler: Any) -> int:
     return _d_minus_one(getattr(scheduler, "server_args", None))
 
 
-def _from_spec_bag(_reporter: Any) -> int:
+def _from_spec_bag(reporter: Any) -> int:
     """From the process's `spec` config bag (0.5.23 managers/scheduler_components/
-    metrics_reporter.py:975-978)."""
-    from sglang.srt.runtime_context import get_spec  # type: ignore[import-not-found]
+    metrics_reporter.py:975-978); where none is published (get_spec raises), from the server args
+    of the scheduler the reporter belongs to: a hook must never raise into the engine."""
+    try:
+        from sglang.srt.runtime_context import get_spec  # type: ignore[import-not-found]
 
-    return _d_minus_one(get_spec())
+        return _d_minus_one(get_spec())
+    except (ImportError, ValueError, RuntimeError):
+        return _from_server_args(getattr(reporter, "scheduler", None))
 
 
 @dataclass(frozen=True)
