@@ -93,6 +93,46 @@ def test_accept_decisions_given_the_text_match_textbook_speculative_sampling():
     assert c.per_position[1] / c.steps == pytest.approx(0.49, abs=0.015)
 
 
+def _argmax_drafting(steps: int, k: int, g: torch.Generator) -> tuple[list[int], torch.Tensor]:
+    """vLLM's verification draw by draw, as its rejection sampler runs it given no draft
+    probabilities (0.32.0 v1/sample/rejection_sampler.py:872,884): d = argmax q, accepted when
+    p(d) >= u; else a token from p without d (its residual with q one-hot), and the step ends."""
+    d = int(Q.argmax())
+    residual = P.clone()
+    residual[d] = 0
+    accepted, emitted = [], []
+    for _ in range(steps):
+        a = 0
+        for _ in range(k):
+            if float(torch.rand(1, generator=g)) <= float(P[d]):
+                a += 1
+                emitted.append(d)
+            else:
+                emitted.append(int(torch.multinomial(residual / residual.sum(), 1, generator=g)))
+                break
+        accepted.append(a)
+    return accepted, torch.bincount(torch.tensor(emitted), minlength=3) / len(emitted)
+
+
+def test_argmax_drafts_are_accepted_with_the_targets_probability_of_them():
+    """The same p and q, drafted as vLLM drafts: q's argmax (token 2, p = 0.2) is accepted with
+    probability 0.2, so a step accepts 0.2 + 0.04 = 0.24 (not the 1.19 of a sampled draft), and
+    the text is still distributed as p. The kit's rule given a text sampled from p (accepted
+    exactly where the text is the argmax) reaches the same figures."""
+    g = torch.Generator().manual_seed(2)
+    vllm, emitted = _argmax_drafting(20000, 2, g)
+    assert np.mean(vllm) == pytest.approx(0.24, abs=0.01)
+    assert emitted.tolist() == pytest.approx(P.tolist(), abs=0.01)
+
+    text = torch.multinomial(P, 60000, replacement=True, generator=g)
+    k = 2
+    ahead = torch.stack([text[2 + j : 2 + j + len(text) - k - 2] for j in range(k)], -1)
+    probs = (ahead == int(Q.argmax())).float()
+    c = walk(probs, torch.rand(probs.shape, generator=g), start=1, end=len(text) - k - 2)
+    assert c.accepted / c.steps == pytest.approx(0.24, abs=0.01)
+    assert c.per_position[0] / c.steps == pytest.approx(0.2, abs=0.01)
+
+
 # ---------------------------------------------------------------------------------------------
 # Intervals.
 
@@ -213,3 +253,73 @@ def test_each_progress_bar_and_wiring_line_says_what_it_measures():
                       "sglang==0.5.10, aux capture on, after kit fix (renames)"}  # fmt: skip
     assert "what-if: the deployment was given it off" in base.describe()[0]
     assert "as given for the deployment" in replace(base, aux_capture=False).describe()[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# What each release drafts when it samples (`acceptance.DRAFT_PROPOSAL`).
+
+
+def test_every_vllm_release_drafts_the_argmax_and_unread_engines_sample():
+    from kit.engines import RELEASES, parse_engine
+    from kit.engines.base import DraftProposal
+    from kit.offline_acceptance.measure import draft_proposal
+
+    rules = {v: draft_proposal(parse_engine(f"vllm=={v}")) for v in RELEASES["vllm"]}
+    assert {r.value for r in rules.values()} == {DraftProposal.ARGMAX}
+    assert "rejection_sampler.py:872,884" in rules["0.32.0"].source
+    for name in ("sglang", "lmdeploy", "tensorrt_llm"):
+        assert draft_proposal(parse_engine(f"{name}=={RELEASES[name][-1]}")).value == "sampled"
+
+
+HOT = Sampler(0.7)
+
+
+def _chains(target, prompts, verify: Sampler, proposal):
+    """The healthy draft's P(accept | emitted) under `verify` along one continuation of
+    `prompts` sampled at temperature 0.7."""
+    from kit.offline_acceptance.measure import chain_acceptance, continuation, target_pass
+
+    target_cfg, draft_cfg = load_target_config(TARGET), load_draft_config(DRAFT)
+    plan = plan_wiring(open_checkpoint(DRAFT), draft_cfg, target_cfg)
+    draft = load_draft(DRAFT, plan, target)
+    ids = torch.tensor([p.ids for p in prompts])
+    with torch.inference_mode():
+        seq = torch.cat([ids, continuation(target, ids, 12, HOT, torch.manual_seed(5))], 1)
+        fed, p_next = target_pass(target, seq, plan.wiring, verify, torch.device("cpu"))
+        return chain_acceptance(draft, seq, fed, 3, verify, p_next, proposal)[0]
+
+
+def test_an_argmax_proposal_is_accepted_exactly_where_the_text_is_the_drafts_argmax(
+    target, prompts
+):
+    """At a temperature, ARGMAX decisions given a sampled text are certain: exactly greedy
+    verification's indicator (the draft's argmax is the emitted token) on that same text.
+    SAMPLED ones are min(1, q/p), strictly between 0 and 1 somewhere."""
+    from kit.engines.base import DraftProposal
+
+    same = [p for p in prompts if len(p.ids) == len(prompts[0].ids)][:4]
+    argmax = _chains(target, same, HOT, DraftProposal.ARGMAX)
+    indicator = _chains(target, same, Sampler(0.0), DraftProposal.SAMPLED)
+    sampled = _chains(target, same, HOT, DraftProposal.SAMPLED)
+    assert torch.equal(argmax, indicator)
+    assert 0 < float(argmax.mean()) < 1
+    assert ((sampled > 0) & (sampled < 1)).any()
+
+
+def test_vllm_accepts_fewer_at_a_temperature_than_a_sampled_draft_would(
+    target, prompts, monkeypatch
+):
+    """The bundled pair at temperature 0.7, counted as vllm==0.32.0: drafting the argmax
+    accepts fewer tokens than the same counting with the draft sampled, beyond both intervals,
+    and the result names the rule with its source."""
+    import kit.offline_acceptance.measure as measure
+
+    common = {"prompts": prompts[:60], "target": target, "progress": False,
+              "temperature": 0.7, "seed": 0, "count_as": "vllm==0.32.0"}  # fmt: skip
+    vllm = healthy(TARGET, DRAFT, **common).result
+    assert vllm.settings.proposal.startswith("the draft's argmax")
+    monkeypatch.setattr(measure, "draft_proposal", lambda counter: measure.PAPERS_PROPOSAL)
+    sampled = healthy(TARGET, DRAFT, **common).result
+    assert sampled.settings.proposal.startswith("drawn from the draft")
+    assert vllm.accept_len_ci.hi < sampled.accept_len_ci.lo
+    assert compare(vllm, sampled).beyond_noise

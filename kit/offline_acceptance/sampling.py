@@ -18,6 +18,14 @@ accept decision given it: the same joint law of (text, accepted counts) as repla
 At temperature 0 both distributions are one-hot and a drafted token is accepted exactly when it
 is the target's greedy token: greedy verification, with no random draw at all.
 
+Servers need not draft by sampling q. vLLM's EAGLE proposer drafts the argmax d of the draft's
+logits and gives its rejection sampler no q, which then takes q as one-hot at d: d is accepted
+with probability p(d), and on rejection the next token comes from p without d. Given the emitted
+x, d was accepted exactly when x = d, whatever the temperature (`DraftProposal` in
+`kit.engines.base`, each engine's `acceptance.DRAFT_PROPOSAL`). The draft's confidence then
+counts for nothing: a draft equal to the target accepts Σ min(p, q) = 1 of its tokens when it
+samples, but only p(argmax) when it proposes the argmax.
+
 `p` and `q` are the distributions the server samples from: logits / temperature, softmax, then
 top-p (the smallest set of most likely tokens whose mass reaches `top_p`), renormalised.
 """
