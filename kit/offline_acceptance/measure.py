@@ -27,11 +27,13 @@ engine's `acceptance.STOP_COUNTING`), so the figures count it as one named relea
 from __future__ import annotations
 
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -218,7 +220,7 @@ def measure(
         for length, members in sorted(groups.items()):
             ids = torch.tensor([prompts[i].ids for i in members], device=here)
             new = opts.max_new_tokens + (opts.k if past_stop else 0)
-            seq = torch.cat([ids.cpu(), continuation(target, ids, new, sampler, generator)], 1)
+            seq = torch.cat([ids.cpu(), continued(target, ids, new, sampler, generator)], 1)
             fed, p_next = target_pass(target, seq.to(here), wiring, sampler, there)
             accept_p, fc = chain_acceptance(
                 draft, seq.to(there), fed, opts.k, sampler, p_next, proposal
@@ -273,6 +275,41 @@ def proposal_text(row: Row[DraftProposal]) -> str:
     else:
         said = "drawn from the draft, accepted with min(1, p/q)"
     return f"{said} ({row.source})"
+
+
+# The target's continuation of a prompt group does not depend on the draft: every wiring of a
+# what-if matrix, and every later call on the same loaded target, reuses it. Kept per target
+# (dropped with it), keyed by everything it depends on, the generator's state included, whose
+# state after it is restored on reuse so sampled runs repeat draw for draw.
+_CONTINUED: weakref.WeakKeyDictionary[Any, dict[tuple, tuple[torch.Tensor, torch.Tensor]]] = (
+    weakref.WeakKeyDictionary()
+)
+CONTINUED_MAX = 1024  # prompt groups kept per target (a few KB each)
+
+
+def continued(
+    target, ids: torch.Tensor, new_tokens: int, sampler: Sampler, generator: torch.Generator
+) -> torch.Tensor:
+    """`continuation`, computed once per target, prompts, length, sampler and generator state."""
+    state = generator.get_state()
+    key = (
+        ids.cpu().numpy().tobytes(),
+        tuple(ids.shape),
+        new_tokens,
+        sampler,
+        state.numpy().tobytes(),
+    )
+    memo = _CONTINUED.setdefault(target, {})
+    if key not in memo:
+        if len(memo) >= CONTINUED_MAX:
+            memo.clear()
+        memo[key] = (
+            continuation(target, ids, new_tokens, sampler, generator),
+            generator.get_state(),
+        )
+    tokens, after = memo[key]
+    generator.set_state(after)
+    return tokens
 
 
 def continuation(
