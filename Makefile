@@ -38,6 +38,7 @@ $(VLLM_STAMP): requirements-vllm.txt
 
 # its own --basetemp: pytest prunes the shared default one while the engines still write there
 test-engine: $(VLLM_STAMP)
+	mkdir -p runs  # pytest creates --basetemp itself, not its parent
 	$(VLLM_VENV)/bin/python -m pytest -q -rxXf -p no:cacheprovider --basetemp=runs/test-engine \
 		tests_engine
 
