@@ -111,6 +111,9 @@ def accept_len_figure(
             col=1,
         )
     fig.update_xaxes(title_text="seconds since first window", row=2, col=1)
+    # a rate is never negative: without this, a flat rate (zero acceptance logs 1/D throughout)
+    # gets plotly's symmetric padding and an axis down to -0.5
+    fig.update_yaxes(rangemode="nonnegative", row=2, col=1)
     fig.update_layout(title="Acceptance over time", height=600)
     return fig
 
