@@ -77,13 +77,15 @@ def running_lab(scratch: Path) -> Iterator[Lab]:
     """`make lab`'s server until the block ends; its own settings and workspaces in `scratch`.
 
     `expose_app_in_browser` lets the drive read the notebook model Lab holds (what a save would
-    write); nothing else differs from `make lab`.
+    write), and the checkpoints a save makes go to `scratch`, not beside the scripts; nothing else
+    differs from `make lab`.
     """
     _write_settings(scratch / "settings")
     port = _free_port()
     cmd = lab_command(
         "--no-browser", "--ip=127.0.0.1", f"--port={port}", f"--IdentityProvider.token={TOKEN}",
         "--LabApp.expose_app_in_browser=True",
+        f"--FileCheckpoints.checkpoint_dir={scratch / 'checkpoints'}",
     )  # fmt: skip
     env = {
         **os.environ,
