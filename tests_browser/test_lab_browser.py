@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from lab_page import LabNotebook
-from widgets import interact_widget, pick_another_value, redrawn_text
+from widgets import interact_widget, pick_another_value, redrawn, shown
 
 from kit.report.notebook import NOTEBOOKS, ROOT, read_script
 
@@ -77,7 +77,8 @@ def check_opens_as_notebook(nb: LabNotebook, script: Path) -> None:
 def check_unedited_save_is_no_change(nb: LabNotebook, script: Path, lab) -> None:
     """Opened, the notebook differs from the file only by the kernel's `language_info`, which
     Lab writes into every notebook that lacks it (hence the unsaved mark as the kernel starts)
-    and which the script does not keep: Ctrl+S leaves the script byte for byte as it was."""
+    and which the script does not keep: Ctrl+S leaves the script byte for byte as it was, and
+    its git diff as it was (none in a clean checkout)."""
     rel = script.relative_to(ROOT).as_posix()
     on_disk = lab.api(f"/api/contents/{rel}?type=notebook&content=1")["content"]
     held = nb.model()
@@ -86,9 +87,9 @@ def check_unedited_save_is_no_change(nb: LabNotebook, script: Path, lab) -> None
     assert changed <= {"language_info"}, f"{script.name}: opening changed {changed}"
     sources = [c["source"] for c in held["cells"]]
     assert sources == [c["source"] for c in on_disk["cells"]], f"{script.name}: cells changed"
-    original = script.read_bytes()
+    original, diff = script.read_bytes(), diff_of(script)  # a checkout may have edits of its own
     nb.save()
-    assert script.read_bytes() == original and not diff_of(script), diff_of(script)[:2000]
+    assert script.read_bytes() == original and diff_of(script) == diff, diff_of(script)[:2000]
 
 
 def check_run_all(nb: LabNotebook, script: Path, expected: list[list[str]]) -> float:
@@ -111,10 +112,10 @@ def check_widget_redraws(nb: LabNotebook, script: Path) -> str:
     widget = interact_widget(nb.code_cells().last)
     assert widget.count(), f"{script.name}: no widget with interactive = True"
     output = widget.locator(".widget-output").first
-    before = output.inner_text()
-    assert before.strip(), f"{script.name}: the widget shows nothing before a pick"
+    assert output.inner_text().strip(), f"{script.name}: the widget shows nothing before a pick"
+    before = shown(widget)
     picked = pick_another_value(widget)
-    after = redrawn_text(widget, before, lambda: nb.kernel_status() == "idle")
+    after = redrawn(widget, before, lambda: nb.kernel_status() == "idle")
     errors = nb.error_outputs()
     assert not errors.count(), f"{script.name} after picking {picked}: {errors.first.inner_text()}"
     return f"{picked}: {len(before)} → {len(after)} characters"

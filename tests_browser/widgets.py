@@ -34,15 +34,25 @@ def pick_another_value(widget: Locator) -> str:
     return "(empty text)"
 
 
-def redrawn_text(widget: Locator, before: str, idle) -> str:
+# What an output shows: its text, and the traces each plotly figure in it draws (a figure's
+# text is its axes and legend, the same for two runs that differ only in which line is drawn)
+_SHOWN_JS = """e => JSON.stringify([e.innerText, [...e.querySelectorAll('.js-plotly-plot')]
+  .map(p => (p.data || []).filter(t => t.visible !== 'legendonly').map(t => t.name))])"""
+
+
+def shown(widget: Locator) -> str:
+    """What the widget's output shows now (see `_SHOWN_JS`)."""
+    return widget.locator(".widget-output").first.evaluate(_SHOWN_JS)
+
+
+def redrawn(widget: Locator, before: str, idle) -> str:
     """Wait for the widget's output to show something other than `before` (and the kernel to be
-    idle again); that new text."""
-    output = widget.locator(".widget-output").first
+    idle again); what it shows then."""
     deadline = time.monotonic() + REDRAW_TIMEOUT_S
     while True:
-        text = output.inner_text()
-        if text.strip() and text != before and idle():
-            return text
+        now = shown(widget)
+        if now != before and idle():
+            return now
         if time.monotonic() > deadline:
             raise TimeoutError(f"the widget's output did not change in {REDRAW_TIMEOUT_S} s")
         time.sleep(0.5)
