@@ -17,6 +17,7 @@ from playwright.sync_api import Locator, Page
 
 OPEN_TIMEOUT_MS = 60_000
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+EDITOR = ".jp-FileEditor:not(.lm-mod-hidden)"  # a script opened as text
 SCROLLER = f"{PANEL} .jp-WindowedPanel-outer"
 MAX_SHOT_HEIGHT = 16_000  # px: a full notebook in one picture, within what chromium captures
 ERROR_MIME = "application/vnd.jupyter.stderr"  # Lab renders errors and stderr under this type
@@ -34,6 +35,14 @@ _KINDS_JS = f"""outputs => outputs.map(e => e.dataset.mimeType
   || (e.classList.contains('jp-RenderedPlotly') ? '{PLOTLY}' : e.className))"""
 
 
+def wait_for_document(page: Page, path: str) -> None:
+    """Wait for the current tab to show a notebook's cells; fail at once if it shows the text
+    editor instead (the script opened as a text file)."""
+    either = page.locator(f"{PANEL} .jp-Cell, {EDITOR}").first
+    either.wait_for(timeout=OPEN_TIMEOUT_MS)
+    assert page.locator(EDITOR).count() == 0, f"{path} opened as a text file, not a notebook"
+
+
 class LabNotebook:
     """A notebook script opened in its own Lab workspace (no other tab restored beside it)."""
 
@@ -46,7 +55,7 @@ class LabNotebook:
         self.page.goto(
             f"{self.lab.url}/lab/workspaces/{workspace}/tree/{self.path}?token={self.lab.token}"
         )
-        self.page.wait_for_selector(f"{PANEL} .jp-Cell", timeout=OPEN_TIMEOUT_MS)
+        wait_for_document(self.page, self.path)
         self.wait_for_kernel("idle", OPEN_TIMEOUT_MS / 1000)
 
     @property
