@@ -108,12 +108,25 @@ def check_run_all(nb: LabNotebook, script: Path, expected: list[list[str]]) -> f
     while drawn.count() < figures and time.monotonic() < deadline:
         time.sleep(0.25)
     assert drawn.count() >= figures, f"{script.name}: {drawn.count()} of {figures} figures drawn"
+    check_progress_bars(nb, script)
     return seconds
+
+
+def check_progress_bars(nb: LabNotebook, script: Path) -> None:
+    """A notebook that measures with `progress=watched()` shows a bar per wiring in Lab (never
+    headless); once Run All is done every bar is tqdm's finished one, none stopped half way."""
+    bars = nb.page.locator(f"{PANEL} .widget-hprogress .progress-bar")
+    states = [bars.nth(i).get_attribute("class") for i in range(bars.count())]
+    if "progress=watched()" in script.read_text():
+        assert states, f"{script.name}: no progress bar while it measured"
+    unfinished = [c for c in states if "progress-bar-success" not in c]
+    assert not unfinished, f"{script.name}: progress bars not finished: {unfinished}"
 
 
 def check_widget_redraws(nb: LabNotebook, script: Path) -> str:
     widget = interact_widget(nb.code_cells().last)
     assert widget.count(), f"{script.name}: no widget with interactive = True"
+    widget.scroll_into_view_if_needed()  # Lab skips drawing what is out of view: no text there
     output = widget.locator(".widget-output").first
     assert output.inner_text().strip(), f"{script.name}: the widget shows nothing before a pick"
     before = shown(widget)
