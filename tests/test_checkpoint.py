@@ -280,6 +280,9 @@ def count_reads(monkeypatch) -> list[int]:
         def __exit__(self, *exc):
             self.f.close()
 
+        def close(self):
+            self.f.close()
+
         def seek(self, *args):
             return self.f.seek(*args)
 
@@ -289,7 +292,7 @@ def count_reads(monkeypatch) -> list[int]:
             return data
 
     def counting_open(p, mode):
-        return Counting(open(p, mode))  # closed by Counting.__exit__
+        return Counting(open(p, mode))  # closed by Counting.__exit__ or close()
 
     monkeypatch.setattr(kit.checkpoint.files, "open", counting_open, raising=False)
     return read

@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, DRAFT, ROOT, TARGET
 from hub_server import FakeHub, serve
 
 import kit
 from kit import cli
 from kit.checkpoint import hub as hubmod
+from tests.conftest import DATA, DRAFT, ROOT, TARGET
 
 ENGINE = "sglang==0.5.10"
 CHECKPOINTS = {

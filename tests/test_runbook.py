@@ -258,3 +258,24 @@ def test_plan_wires_launch_and_probe_into_their_notebooks(sample_dir):
     assert reasons["01_key_inspection"] == "no --draft given"
     steps, skipped = plan(RunInputs(draft=sample_dir))
     assert "06_deployment_check" in {s.name for s in skipped}
+
+
+def test_kernels_start_in_the_repository_and_the_caller_keeps_its_directory(tmp_path, monkeypatch):
+    """Two notebooks at once, called from elsewhere: each kernel runs in the repository root
+    (relative data paths resolve), and the caller's working directory is never changed (papermill's
+    `cwd` would chdir the whole process under the other thread's feet)."""
+    from kit.report.notebook import ROOT
+
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    for name in ("01_key_inspection", "04_acceptance_rate"):
+        write_notebook(
+            src, name, "x = 1", "import os, time\ntime.sleep(1)\nrecord('cwd', os.getcwd())"
+        )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    steps = [Step("01_key_inspection", {}), Step("04_acceptance_rate", {})]
+    results = execute(steps, tmp_path / "out", timeout=60, workers=2, progress=False, notebooks=src)
+    assert [r.records["cwd"] for r in results] == [str(ROOT), str(ROOT)]
+    assert Path.cwd() == elsewhere

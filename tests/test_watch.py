@@ -299,6 +299,101 @@ def test_watch_instruments_a_command_without_the_kit_installed(tmp_path, fake_en
     assert any(f["code"] == "OBSERVED_ACCEPTANCE" for f in r["findings"])
 
 
+SGLANG_SCHEDULER = '''
+class Scheduler:
+    """sglang 0.5.10's hook points, by name, signature and call order: process_batch_result_decode
+    counts each decode batch through update_spec_metrics (managers/scheduler_output_processor_mixin
+    .py:374,426), which adds to the two figures the decode log divides (observability/
+    scheduler_metrics_mixin.py:180-183,614-616)."""
+
+    def __init__(self, server_args):
+        self.server_args = server_args
+        self.spec_num_accepted_tokens = self.spec_num_forward_ct = 0
+
+    def update_spec_metrics(self, bs, num_accepted_tokens):
+        self.spec_num_accepted_tokens += num_accepted_tokens + bs
+        self.spec_num_forward_ct += bs
+
+    def process_batch_result_decode(self, batch, result):
+        self.update_spec_metrics(len(batch.reqs), result.num_accepted_tokens)
+'''
+
+SGLANG_ENGINE = """
+import sys
+from types import SimpleNamespace as NS
+from sglang.srt.managers.scheduler import Scheduler
+s = Scheduler(NS(speculative_num_steps=3, speculative_num_draft_tokens=None))  # D = 3 + 1
+for lengths in ([3, 0], [1, 2, 3]):
+    result = NS(num_accepted_tokens=sum(lengths), accept_length_per_req_cpu=lengths)
+    s.process_batch_result_decode(NS(reqs=[None] * len(lengths)), result)
+s.process_batch_result_decode(NS(reqs=[None]), NS(num_accepted_tokens=0, accept_length_per_req_cpu=[]))
+s.update_spec_metrics(2, 1)  # counted outside a decode result: no split to take
+s.update_spec_metrics(0, 0)  # an empty batch counts nothing
+print(f"accept len {s.spec_num_accepted_tokens / s.spec_num_forward_ct:.4f}", flush=True)
+"""
+
+
+def test_sglang_acceptance_is_the_schedulers_own_count_split_by_request(tmp_path):
+    pkg = tmp_path / "engine" / "sglang" / "srt" / "managers"
+    pkg.mkdir(parents=True)
+    for folder in [pkg, *pkg.parents][:3]:
+        (folder / "__init__.py").write_text("")
+    (tmp_path / "engine" / "sglang" / "__init__.py").write_text('__version__ = "0.5.10"\n')
+    (pkg / "scheduler.py").write_text(SGLANG_SCHEDULER)
+    (tmp_path / "engine.py").write_text(SGLANG_ENGINE)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env |= {"PYTHONPATH": str(tmp_path / "engine"), "KIT_WATCH_INTERVAL": "0.1"}
+    report, proc = _watch(tmp_path, env)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    r = read_report(report)
+    totals = r["acceptance"]["totals"]
+    assert totals == {
+        "drafts": 8, "draft_tokens": 24, "accepted": 10, "per_position": [4, 3, 2],
+        "unsplit_drafts": 3,
+    }  # fmt: skip
+    engine_len = float(out.split("accept len ")[1])
+    assert round(1 + totals["accepted"] / totals["drafts"], 4) == engine_len
+    assert r["engine"] == {"name": "sglang", "version": "0.5.10"}
+    found = next(f for f in r["findings"] if f["code"] == "OBSERVED_ACCEPTANCE")
+    assert found["engine"] == "sglang==0.5.10"
+    assert found["source"].startswith("sglang/srt/observability/scheduler_metrics_mixin.py:180")
+    assert "over the 5 drafts counted per request: [0.8, 0.6, 0.4] (3 more" in found["evidence"][1]
+    rate = f"{engine_len / 4:.2f}"  # 0.5.10's decode log: accept len / D, D = 3 + 1 here
+    assert found["evidence"][2].startswith(
+        f"over the whole run, SGLang's decode log would print accept len {engine_len:.2f}, "
+        f"accept rate {rate} (accept_len / D, D = 4; "
+    )
+
+
+def test_sglang_zero_acceptance_is_critical_with_the_engines_counts():
+    report = {
+        "engine": {"name": "sglang", "version": "0.5.10"},
+        "acceptance": {"totals": {"drafts": 4, "draft_tokens": 12, "accepted": 0,
+                                  "per_position": []}},
+    }  # fmt: skip
+    (found,) = watch_findings(report, compare=False)
+    assert found.code == "OBSERVED_ZERO_ACCEPTANCE" and found.severity == Severity.CRITICAL
+    assert found.engine == "sglang==0.5.10" and "update_spec_metrics" in found.source
+    assert found.evidence[1] == "per-position acceptance: []"
+    assert "accept len 1.00, accept rate 0.25 (accept_len / D, D = 4;" in found.evidence[2]
+
+
+@pytest.mark.parametrize(
+    ("version", "said"),
+    [
+        ("0.5.11", "accept rate 0.50 ((accept_len - 1) / (D - 1), D = 3;"),  # drafts only
+        ("0.4.10", "accept len 2.00 and no accept rate (0.4.10 managers/"),
+        ("0.3.0", "(no accept-rate rule of the kit's covers this release)"),
+    ],
+)
+def test_sglang_log_figures_follow_the_releases_formula(version, said):
+    from kit.watch.observed import sglang_log_figures
+
+    report = {"engine": {"name": "sglang", "version": version}}
+    assert said in sglang_log_figures(report, 2.0, 10, 20)
+
+
 def test_watch_forwards_signals_to_the_command(tmp_path, fake_engine):
     report, proc = _watch(tmp_path, fake_engine, "wait")
     assert proc.stdout.readline().startswith("kit appended last")

@@ -15,11 +15,11 @@ import json
 import math
 import re
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -487,7 +487,38 @@ def sample_spans(numel: int, sample_values: int | None) -> list[tuple[int, int]]
     return [(start, start + width) for start in starts]
 
 
-Reader = Callable[[int, int], bytes]  # read(offset, length) over one checkpoint file
+class TensorValues:
+    """Tensor bytes of one checkpoint: each file opened at its first read and kept open until
+    `close` (so one command's statistics and vocab-map reads share one handle per file), or
+    ranges read from the Hub."""
+
+    def __init__(self, ck: Checkpoint) -> None:
+        self.ck = ck
+        self._open: dict[Path, BinaryIO] = {}
+
+    def read(self, file: Path, pos: int, length: int) -> bytes:
+        if self.ck.source is not None:
+            return self.ck.source.read(file, pos, length)
+        if file not in self._open:
+            self._open[file] = open(file, "rb")  # noqa: SIM115 (closed by close())
+        f = self._open[file]
+        f.seek(pos)
+        return f.read(length)
+
+    def close(self) -> None:
+        for f in self._open.values():
+            f.close()
+        self._open.clear()
+
+
+@contextmanager
+def tensor_values(ck: Checkpoint) -> Iterator[TensorValues]:
+    """A `TensorValues` for the block: every read inside shares its open files."""
+    values = TensorValues(ck)
+    try:
+        yield values
+    finally:
+        values.close()
 
 
 def tensor_stats(
@@ -495,20 +526,20 @@ def tensor_stats(
     name: str,
     chunk_bytes: int = STATS_CHUNK_BYTES,
     sample_bytes: int | None = None,
-    read: Reader | None = None,
+    values: TensorValues | None = None,
 ) -> TensorStats:
     """Statistics of one tensor, streamed in chunks (safetensors) so memory stays flat; with
     `sample_bytes`, of evenly spaced windows totalling about that many bytes. Values are decoded
-    with numpy (bf16 and float8 included): no torch for a safetensors checkpoint. `read`: its
-    file already open (`checkpoint_stats` opens each file once, not once per tensor)."""
+    with numpy (bf16 and float8 included): no torch for a safetensors checkpoint. `values`: the
+    checkpoint's files already open (`checkpoint_stats` opens each file once, not per tensor)."""
     info = ck.tensors[name]
     if info.dtype not in DECODABLE:
         raise KitError(f"no statistics for dtype {info.dtype} (tensor {name!r})", info.file)
     if info.offsets is None:
         return checkpoint_stats(ck, [name], sample_bytes)[name]
-    if read is None:
-        with byte_reader(ck, info.file) as read:
-            return tensor_stats(ck, name, chunk_bytes, sample_bytes, read)
+    if values is None:
+        with tensor_values(ck) as values:
+            return tensor_stats(ck, name, chunk_bytes, sample_bytes, values)
     item = DTYPE_SIZES[info.dtype]
     spans = sample_spans(info.numel, None if sample_bytes is None else sample_bytes // item)
     step = max(chunk_bytes // item, 1)
@@ -517,7 +548,7 @@ def tensor_stats(
         pos = info.offsets[0] + start * item
         left = (stop - start) * item
         while left:
-            buf = read(pos, min(step * item, left))
+            buf = values.read(info.file, pos, min(step * item, left))
             if len(buf) % item or not buf:
                 raise KitError(f"file ends inside tensor {name!r}", info.file)
             left -= len(buf)
@@ -526,24 +557,11 @@ def tensor_stats(
     return moments.result(info)
 
 
-@contextmanager
-def byte_reader(ck: Checkpoint, file: Path) -> Iterator[Reader]:
-    """read(offset, length) over one of the checkpoint's files: on disk (opened once), or by
-    range from the Hub."""
-    if ck.source is not None:
-        yield lambda pos, length: ck.source.read(file, pos, length)
-        return
-    with open(file, "rb") as f:
-
-        def read(pos: int, length: int) -> bytes:
-            f.seek(pos)
-            return f.read(length)
-
-        yield read
-
-
 def checkpoint_stats(
-    ck: Checkpoint, names: list[str] | None = None, sample_bytes: int | None = None
+    ck: Checkpoint,
+    names: list[str] | None = None,
+    sample_bytes: int | None = None,
+    values: TensorValues | None = None,
 ) -> dict[str, TensorStats]:
     """Statistics of every tensor (or `names`) whose dtype can be decoded: from every byte, or
     from about `sample_bytes` of each (`SAMPLE_BYTES`: a bounded read whatever the size)."""
@@ -552,15 +570,14 @@ def checkpoint_stats(
         sample_bytes = _hub_budget(ck, sample_bytes)
     if ck.kind == "pickle":
         return _pickle_stats(ck, chosen, sample_bytes)
-    readable = [n for n in chosen if ck.tensors[n].dtype in DECODABLE]
-    by_file: dict[Path, list[str]] = {}
-    for n in readable:
-        by_file.setdefault(ck.tensors[n].file, []).append(n)
-    out = {}
-    for file, in_file in by_file.items():
-        with byte_reader(ck, file) as read:
-            out |= {n: tensor_stats(ck, n, sample_bytes=sample_bytes, read=read) for n in in_file}
-    return {n: out[n] for n in readable}
+    if values is None:
+        with tensor_values(ck) as values:
+            return checkpoint_stats(ck, chosen, sample_bytes, values)
+    return {
+        n: tensor_stats(ck, n, sample_bytes=sample_bytes, values=values)
+        for n in chosen
+        if ck.tensors[n].dtype in DECODABLE
+    }
 
 
 def _pickle_stats(
@@ -593,7 +610,7 @@ def _hub_budget(ck: Checkpoint, sample_bytes: int | None) -> int:
     return min(sample_bytes, hub.HUB_SAMPLE_BYTES)
 
 
-def read_array(ck: Checkpoint, name: str) -> np.ndarray:
+def read_array(ck: Checkpoint, name: str, values: TensorValues | None = None) -> np.ndarray:
     """One tensor's values as a flat numpy array, read whole (vocab maps: one value per token).
     safetensors bytes are decoded with numpy (on disk or by range from the Hub); a pickle goes
     through torch (the offline extra)."""
@@ -609,8 +626,10 @@ def read_array(ck: Checkpoint, name: str) -> np.ndarray:
         )
     if info.dtype not in DECODABLE:
         raise KitError(f"cannot read values of dtype {info.dtype} (tensor {name!r})", info.file)
-    with byte_reader(ck, info.file) as read:
-        buf = read(info.offsets[0], info.nbytes) if info.nbytes else b""
+    if values is None:
+        with tensor_values(ck) as values:
+            return read_array(ck, name, values)
+    buf = values.read(info.file, info.offsets[0], info.nbytes) if info.nbytes else b""
     if len(buf) != info.nbytes:
         raise KitError(f"file ends inside tensor {name!r}", info.file)
     return decode(buf, info.dtype)

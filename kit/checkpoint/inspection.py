@@ -28,9 +28,11 @@ from kit.checkpoint.files import (
     SAMPLE_WINDOWS,
     Checkpoint,
     TensorStats,
+    TensorValues,
     checkpoint_stats,
     looks_untrained,
     read_array,
+    tensor_values,
 )
 from kit.checkpoint.formats import FormatGuess, split_key
 from kit.checkpoint.header import FLOAT_DTYPES
@@ -129,9 +131,10 @@ def inspect_checkpoint(
     tensor_stats: dict[str, TensorStats] = {}
     if stats is not StatsRead.NONE:
         sample = SAMPLE_BYTES if stats is StatsRead.SAMPLED else None
-        tensor_stats = checkpoint_stats(ck, sample_bytes=sample)
-        findings += check_untrained(ck, tensor_stats, draft)
-        findings += check_vocab_maps(ck, draft)
+        with tensor_values(ck) as values:  # one handle per file for every value read
+            tensor_stats = checkpoint_stats(ck, sample_bytes=sample, values=values)
+            findings += check_untrained(ck, tensor_stats, draft)
+            findings += check_vocab_maps(ck, draft, values)
     return InspectionReport(opened.path, ck, guess, cfg, findings, tensor_stats, stats)
 
 
@@ -367,7 +370,9 @@ class D2tFault(Enum):
     T2D_DISAGREES = "d2t and t2d name different target ids"
 
 
-def check_vocab_maps(ck: Checkpoint, cfg: DraftConfig | None) -> list[Finding]:
+def check_vocab_maps(
+    ck: Checkpoint, cfg: DraftConfig | None, values: TensorValues | None = None
+) -> list[Finding]:
     """d2t holds offsets (every engine computes target id = i + d2t[i]) onto distinct target ids
     inside the target vocab, the same ids t2d marks. In any order: SpecForge and speculators
     sort the kept ids, ModelOpt numbers them by frequency, so its offsets go negative (0.47.0
@@ -377,9 +382,9 @@ def check_vocab_maps(ck: Checkpoint, cfg: DraftConfig | None) -> list[Finding]:
     d2t_info = _get(ck, "d2t")
     if d2t_info is None or cfg is None:
         return []
-    d2t = read_array(ck, d2t_info.name).astype(np.int64)
+    d2t = read_array(ck, d2t_info.name, values).astype(np.int64)
     t2d_info = _get(ck, "t2d")
-    t2d = read_array(ck, t2d_info.name) if t2d_info is not None else None
+    t2d = read_array(ck, t2d_info.name, values) if t2d_info is not None else None
     faults = _d2t_faults(d2t, t2d, cfg.vocab_size)
     if not faults:
         return []

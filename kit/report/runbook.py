@@ -296,6 +296,8 @@ def execute_notebook(
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
+    from kit.report.kernel import KernelManager
+
     # papermill's parameter parser cannot read `engine = "sglang==0.5.10"` (two `=`) and then
     # warns that the engine parameter is unknown; it is injected all the same
     logging.getLogger("papermill").setLevel(logging.ERROR)
@@ -308,12 +310,15 @@ def execute_notebook(
             kernel_name="python3",
             language="python",  # a script need not carry a kernelspec header
             execution_timeout=timeout,
-            cwd=str(ROOT),
+            # the kernel starts in ROOT; papermill's own `cwd` would chdir this whole process,
+            # under the feet of the other notebooks' threads (papermill#473)
+            resources={"metadata": {"path": str(ROOT)}},
             progress_bar=False,
             # quiet the kernel's own log: its start-up warning about TCP on localhost, and the
             # "KeyboardInterrupt caught" line jupyter_client's shutdown (SIGINT first) provokes;
             # a cell's error still comes back through papermill
             extra_arguments=["--IPKernelApp.log_level=CRITICAL"],
+            kernel_manager_class=KernelManager,  # a reply found within 0.5 s (kit.report.kernel)
         )
     except PapermillExecutionError as e:
         return StepError(e.exec_count, e.ename, e.evalue, failing_line(e.source, e.traceback))
@@ -356,21 +361,6 @@ def execute(
     def ready(step: Step) -> bool:
         return all(src in done for src, _ in step.needs.values() if src in planned)
 
-    def run_one(step: Step, params: dict[str, Any]) -> StepResult:
-        out = out_dir / f"{step.name}.ipynb"
-        t0 = time.perf_counter()
-        error = execute_notebook(script_path(step.name, notebooks), out, params, timeout)
-        records = read_records(out) if out.is_file() else {}
-        return StepResult(
-            step.name,
-            Status.FAILED if error else Status.OK,
-            params,
-            out.name if out.is_file() else None,
-            time.perf_counter() - t0,
-            error,
-            records=records,
-        )
-
     with kernel_env(), ThreadPoolExecutor(workers) as pool, _Progress(progress) as bar:
         running: dict[Future[StepResult], Step] = {}
         while pending or running:
@@ -380,7 +370,8 @@ def execute(
                     if src in done and name in done[src].records:
                         params[param] = done[src].records[name]
                 pending.remove(step)
-                running[pool.submit(run_one, step, params)] = step
+                job = (step.name, out_dir, params, timeout, notebooks)
+                running[pool.submit(_run_step, *job)] = step
                 bar.start(step.name)
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -389,6 +380,25 @@ def execute(
                 done[result.name] = result
                 bar.finish(result)
     return [done[s.name] for s in steps]
+
+
+def _run_step(
+    name: str, out_dir: Path, params: dict[str, Any], timeout: float, notebooks: Path
+) -> StepResult:
+    """One notebook executed and its records read back (in a worker thread)."""
+    out = out_dir / f"{name}.ipynb"
+    t0 = time.perf_counter()
+    error = execute_notebook(script_path(name, notebooks), out, params, timeout)
+    records = read_records(out) if out.is_file() else {}
+    return StepResult(
+        name,
+        Status.FAILED if error else Status.OK,
+        params,
+        out.name if out.is_file() else None,
+        time.perf_counter() - t0,
+        error,
+        records=records,
+    )
 
 
 class _Progress:

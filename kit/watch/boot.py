@@ -23,10 +23,11 @@ def install() -> bool:
     if report_path() is None:
         return False
     _installed = True
-    from kit.watch import sglang_hooks, vllm_hooks
+    from kit.watch import sglang_counts, sglang_hooks, vllm_hooks
 
     vllm_hooks.install()
     sglang_hooks.install()
+    sglang_counts.install()
     _chain_excepthook()
     return True
 

@@ -71,6 +71,17 @@ def count_draft(num_draft_tokens: int, num_accepted: int) -> None:
     _start_flusher()
 
 
+def count_unsplit(steps: int, drafts_each: int, accepted: int) -> None:
+    """Verify steps an engine counted only in sum: the totals grow, `per_position` cannot, and
+    `unsplit_drafts` says how many drafts it does not cover."""
+    with _lock:
+        _counts["drafts"] += steps
+        _counts["draft_tokens"] += steps * drafts_each
+        _counts["accepted"] += accepted
+        _counts["unsplit_drafts"] = _counts.get("unsplit_drafts", 0) + steps
+    _start_flusher()
+
+
 def _start_flusher() -> None:
     global _flusher
     if _flusher is None:
@@ -102,7 +113,7 @@ def flush_acceptance() -> None:
 def _delta(prev: dict[str, Any] | None, now: dict[str, Any]) -> dict[str, Any]:
     if prev is None:
         return now
-    out: dict[str, Any] = {k: now[k] - prev[k] for k in ("drafts", "draft_tokens", "accepted")}
+    out: dict[str, Any] = {k: v - prev.get(k, 0) for k, v in now.items() if isinstance(v, int)}
     old = prev["per_position"] + [0] * (len(now["per_position"]) - len(prev["per_position"]))
     out["per_position"] = [a - b for a, b in zip(now["per_position"], old, strict=True)]
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kit.errors import KitError
 from kit.findings import Finding, Severity
 
 OBSERVED = "observed in the running engine"
@@ -20,7 +21,11 @@ FORWARD_HOOK = {
     "vllm": "vllm/v1/spec_decode/llm_base_proposer.py:550 combine_hidden_states (first propose)",
     "sglang": "sglang/srt/models/llama_eagle3.py:176 LlamaModel.forward (first call)",
 }
-STATS_HOOK = "vllm/v1/core/sched/scheduler.py:2961 Scheduler.make_spec_decoding_stats"
+STATS_HOOK = {
+    "vllm": "vllm/v1/core/sched/scheduler.py:2961 Scheduler.make_spec_decoding_stats",
+    "sglang": "sglang/srt/observability/scheduler_metrics_mixin.py:180 "
+    "Scheduler.update_spec_metrics",
+}
 
 
 def engine_of(report: dict[str, Any]) -> tuple[str, str | None]:
@@ -199,15 +204,16 @@ def acceptance_findings(report: dict[str, Any]) -> list[Finding]:
     totals = (report.get("acceptance") or {}).get("totals")
     if not totals or not totals.get("drafts"):
         return []
-    _, release = engine_of(report)
+    name, release = engine_of(report)
     drafts, drafted, accepted = totals["drafts"], totals["draft_tokens"], totals["accepted"]
     mean = 1 + accepted / drafts
-    per_pos = [round(a / drafts, 3) for a in totals.get("per_position", [])]
     evidence = (
         f"{OBSERVED}: {drafts} drafts, {drafted} drafted, {accepted} accepted "
         f"(the scheduler's own counts)",
-        f"per-position acceptance: {per_pos}",
+        *_per_position(totals),
     )
+    if name == "sglang":
+        evidence += (sglang_log_figures(report, mean, drafts, drafted),)
     if accepted == 0 and drafted:
         return [
             Finding(
@@ -217,7 +223,7 @@ def acceptance_findings(report: dict[str, Any]) -> list[Finding]:
                 evidence=evidence,
                 fix="see the load and first-forward findings for the cause",
                 engine=release,
-                source=STATS_HOOK,
+                source=STATS_HOOK.get(name),
             )
         ]
     return [
@@ -227,10 +233,45 @@ def acceptance_findings(report: dict[str, Any]) -> list[Finding]:
             title=f"mean acceptance length {mean:.3f} as the engine counted it",
             evidence=evidence,
             engine=release,
-            source=STATS_HOOK,
+            source=STATS_HOOK.get(name),
             data={"mean_acceptance_length": mean, **totals},
         )
     ]
+
+
+def sglang_log_figures(report: dict[str, Any], mean: float, drafts: int, drafted: int) -> str:
+    """The decode log's figures for these counts over the whole run: `accept len` is
+    spec_num_accepted_tokens / spec_num_forward_ct, this mean; `accept rate` by the kit's table for
+    the release, with D = drafted per step + 1."""
+    from packaging.version import InvalidVersion, Version
+
+    from kit.engines.base import EngineRelease, pick
+    from kit.engines.sglang.acceptance import ACCEPT_RATE
+
+    line = f"over the whole run, SGLang's decode log would print accept len {mean:.2f}"
+    d = drafted // drafts + 1
+    try:
+        version = Version(str((report.get("engine") or {}).get("version", "")).split("+")[0])
+        row = pick(ACCEPT_RATE, EngineRelease("sglang", version))
+    except (InvalidVersion, KitError):
+        return line + " (no accept-rate rule of the kit's covers this release)"
+    if row.value is None:
+        return line + f" and no accept rate ({row.source})"
+    rate = row.value.rate(mean, d)
+    return line + f", accept rate {rate:.2f} ({row.value.expr}, D = {d}; {row.source})"
+
+
+def _per_position(totals: dict[str, Any]) -> tuple[str, ...]:
+    """Acceptance at each draft position, over the drafts the engine counted per request."""
+    unsplit = totals.get("unsplit_drafts", 0)
+    split = totals["drafts"] - unsplit
+    if not split:
+        return (f"no per-position counts: the engine counted all {unsplit} drafts in sum only",)
+    per_pos = [round(a / split, 3) for a in totals.get("per_position", [])]
+    if not unsplit:
+        return (f"per-position acceptance: {per_pos}",)
+    return (f"per-position acceptance over the {split} drafts counted per request: {per_pos} "
+            f"({unsplit} more counted in sum only)",)  # fmt: skip
 
 
 def healthy_findings(report: dict[str, Any], others: list[Finding]) -> list[Finding]:
