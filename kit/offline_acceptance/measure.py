@@ -165,7 +165,7 @@ def evaluate(
             target = load_target(target_dir, opts.device, opts.device_map)
         draft = load_draft(draft_dir, plan, target, opts.device)
         key = hash(tuple(tuple(p.ids) for p in given))  # chat-rendered or raw: same prompts
-        result = measure(target, draft, plan.wiring, sent, opts, counting, key)
+        result = measure(target, draft, plan.wiring, sent, opts, counting, key, label)
     result.findings = [*findings, verdict(result)]
     return OfflineRow(label, result.wiring, result, findings=list(result.findings))
 
@@ -203,8 +203,10 @@ def measure(
     opts: Options,
     counting: tuple[EngineRelease, Row[bool]],
     prompts_key: int,
+    label: str | None = None,
 ) -> OfflineResult:
-    """Every prompt's verify steps under one wiring (module doc, steps 1-4)."""
+    """Every prompt's verify steps under one wiring (module doc, steps 1-4); `label` names the
+    row on its progress bar (default: the wiring's own description)."""
     (counter, rule), sampler = counting, opts.sampler
     past_stop, proposal = rule.value, draft_proposal(counter).value
     generator = torch.Generator().manual_seed(opts.seed)
@@ -215,7 +217,8 @@ def measure(
     per_prompt = [Counts() for _ in prompts]
     fc_applied, t0 = False, time.perf_counter()
     reset_peak_memory()
-    bar = _progress(opts.progress and len(groups) >= PROGRESS_MIN_GROUPS, len(prompts), wiring)
+    shown = opts.progress and len(groups) >= PROGRESS_MIN_GROUPS
+    bar = _progress(shown, len(prompts), label or bar_label(wiring))
     with torch.inference_mode():
         for length, members in sorted(groups.items()):
             ids = torch.tensor([prompts[i].ids for i in members], device=here)
@@ -419,14 +422,12 @@ def _threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _progress(enabled: bool, total: int, wiring: Wiring):
+def _progress(enabled: bool, total: int, desc: str):
     """A tqdm bar on a terminal only: in a pipe or a CI log it stays silent (`disable=None`).
-    It names the wiring it measures, so a notebook's several bars can be told apart."""
+    It names the row it measures, so a notebook's several bars can be told apart."""
     from tqdm.auto import tqdm
 
-    return tqdm(
-        total=total, desc=bar_label(wiring), unit="prompt", disable=None if enabled else True
-    )
+    return tqdm(total=total, desc=desc, unit="prompt", disable=None if enabled else True)
 
 
 def bar_label(wiring: Wiring) -> str:
