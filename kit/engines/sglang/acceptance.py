@@ -2,7 +2,8 @@
 computed, release by release (paths inside the wheel's `sglang/srt/`).
 
 A logged `accept len` is tokens emitted per verify step; the `accept rate` beside it changed
-formula three times. The decode-line format narrows the release a log came from.
+formula three times. The decode-line format narrows the release a log came from. How a drafted
+token is verified at a temperature (`DRAFT_PROPOSAL`) sits at the end.
 """
 
 from __future__ import annotations
