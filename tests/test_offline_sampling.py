@@ -17,7 +17,7 @@ from kit.offline_acceptance.sampling import accept_probability, argmax_accepted,
 from kit.offline_acceptance.wiring import load_draft, plan_wiring
 from kit.tracing.capture import trained_layers
 from kit.tracing.draft import ChainCache
-from tests.conftest import DRAFT, TARGET
+from tests.conftest import DRAFT, PROMPTS, TARGET
 
 torch.set_num_threads(1)
 
@@ -386,6 +386,23 @@ def test_vllm_accepts_fewer_at_a_temperature_than_a_sampled_draft_would(
     assert sampled.settings.proposal.startswith("drawn from the draft")
     assert vllm.accept_len_ci.hi < sampled.accept_len_ci.lo
     assert compare(vllm, sampled).beyond_noise
+
+
+def test_the_matrix_bars_name_their_rows_the_fixed_ones_included(target, monkeypatch):
+    """Notebook 5's what-if matrix shows one bar per row: the rows after the kit's fix say so
+    on their bars, where they used to read like the unfixed rows."""
+    from kit.offline_acceptance import fault_matrix, load_prompts, measure
+
+    shown: list[str] = []
+    real = measure._progress
+    monkeypatch.setattr(measure, "PROGRESS_MIN_GROUPS", 1)
+    monkeypatch.setattr(
+        measure, "_progress", lambda on, total, desc: shown.append(desc) or real(False, total, desc)
+    )
+    prompts = load_prompts(PROMPTS)[:8]
+    rows = fault_matrix(TARGET, DRAFT, "sglang==0.5.10", prompts=prompts, target=target, k=2)
+    assert shown == [r.label for r in rows if r.result is not None]
+    assert len(set(shown)) == len(shown) and any("after kit fix" in s for s in shown)
 
 
 # The bundled pair through SGLang's rule, against vLLM's (the same rule) and the papers'.

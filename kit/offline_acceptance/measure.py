@@ -27,11 +27,13 @@ engine's `acceptance.STOP_COUNTING`), so the figures count it as one named relea
 from __future__ import annotations
 
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -169,7 +171,7 @@ def evaluate(
             target = load_target(target_dir, opts.device, opts.device_map)
         draft = load_draft(draft_dir, plan, target, opts.device)
         key = hash(tuple(tuple(p.ids) for p in given))  # chat-rendered or raw: same prompts
-        result = measure(target, draft, plan.wiring, sent, opts, counting, key)
+        result = measure(target, draft, plan.wiring, sent, opts, counting, key, label)
     result.findings = [*findings, verdict(result)]
     return OfflineRow(label, result.wiring, result, findings=list(result.findings))
 
@@ -207,8 +209,10 @@ def measure(
     opts: Options,
     counting: tuple[EngineRelease, Row[bool]],
     prompts_key: int,
+    label: str | None = None,
 ) -> OfflineResult:
-    """Every prompt's verify steps under one wiring (module doc, steps 1-4)."""
+    """Every prompt's verify steps under one wiring (module doc, steps 1-4); `label` names the
+    row on its progress bar (default: the wiring's own description)."""
     (counter, rule), sampler = counting, opts.sampler
     past_stop, proposal = rule.value, draft_proposal(counter).value
     generator = torch.Generator().manual_seed(opts.seed)
@@ -219,12 +223,13 @@ def measure(
     per_prompt = [Counts() for _ in prompts]
     fc_applied, t0 = False, time.perf_counter()
     reset_peak_memory()
-    bar = _progress(opts.progress and len(groups) >= PROGRESS_MIN_GROUPS, len(prompts), wiring)
+    shown = opts.progress and len(groups) >= PROGRESS_MIN_GROUPS
+    bar = _progress(shown, len(prompts), label or bar_label(wiring))
     with torch.inference_mode():
         for length, members in sorted(groups.items()):
             ids = torch.tensor([prompts[i].ids for i in members], device=here)
             new = opts.max_new_tokens + (opts.k if past_stop else 0)
-            seq = torch.cat([ids.cpu(), continuation(target, ids, new, sampler, generator)], 1)
+            seq = torch.cat([ids.cpu(), continued(target, ids, new, sampler, generator)], 1)
             fed, p_next = target_pass(target, seq.to(here), wiring, sampler, there)
             accept_p, fc = chain_acceptance(
                 draft, seq.to(there), fed, opts.k, sampler, p_next, proposal
@@ -279,6 +284,41 @@ def proposal_text(row: Row[DraftProposal]) -> str:
     else:
         said = "drawn from the draft, accepted with min(1, p/q)"
     return f"{said} ({row.source})"
+
+
+# The target's continuation of a prompt group does not depend on the draft: every wiring of a
+# what-if matrix, and every later call on the same loaded target, reuses it. Kept per target
+# (dropped with it), keyed by everything it depends on, the generator's state included, whose
+# state after it is restored on reuse so sampled runs repeat draw for draw.
+_CONTINUED: weakref.WeakKeyDictionary[Any, dict[tuple, tuple[torch.Tensor, torch.Tensor]]] = (
+    weakref.WeakKeyDictionary()
+)
+CONTINUED_MAX = 1024  # prompt groups kept per target (a few KB each)
+
+
+def continued(
+    target, ids: torch.Tensor, new_tokens: int, sampler: Sampler, generator: torch.Generator
+) -> torch.Tensor:
+    """`continuation`, computed once per target, prompts, length, sampler and generator state."""
+    state = generator.get_state()
+    key = (
+        ids.cpu().numpy().tobytes(),
+        tuple(ids.shape),
+        new_tokens,
+        sampler,
+        state.numpy().tobytes(),
+    )
+    memo = _CONTINUED.setdefault(target, {})
+    if key not in memo:
+        if len(memo) >= CONTINUED_MAX:
+            memo.clear()
+        memo[key] = (
+            continuation(target, ids, new_tokens, sampler, generator),
+            generator.get_state(),
+        )
+    tokens, after = memo[key]
+    generator.set_state(after)
+    return tokens
 
 
 def continuation(
@@ -388,14 +428,12 @@ def _threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _progress(enabled: bool, total: int, wiring: Wiring):
+def _progress(enabled: bool, total: int, desc: str):
     """A tqdm bar on a terminal only: in a pipe or a CI log it stays silent (`disable=None`).
-    It names the wiring it measures, so a notebook's several bars can be told apart."""
+    It names the row it measures, so a notebook's several bars can be told apart."""
     from tqdm.auto import tqdm
 
-    return tqdm(
-        total=total, desc=bar_label(wiring), unit="prompt", disable=None if enabled else True
-    )
+    return tqdm(total=total, desc=desc, unit="prompt", disable=None if enabled else True)
 
 
 def bar_label(wiring: Wiring) -> str:
