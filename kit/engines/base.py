@@ -79,7 +79,8 @@ class DraftProposal(StrEnum):
     SAMPLED: the draft draws d from its distribution q and the target accepts it with probability
     min(1, p(d)/q(d)) (speculative sampling as Leviathan et al. 2023 write it). ARGMAX: the draft
     proposes its most likely token and the target accepts it with probability p(d), q taken as
-    one-hot. Both emit text distributed as the target's own sampling; ARGMAX accepts a token only
+    one-hot (vLLM's rejection sampler given no draft probabilities; SGLang's target-only kernel at
+    its default accept thresholds). Both emit text distributed as the target's own sampling; ARGMAX accepts a token only
     when the target's sample is the draft's argmax, so it accepts less whenever p is spread.
     """
 

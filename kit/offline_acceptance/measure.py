@@ -46,7 +46,13 @@ from kit.errors import KitError
 from kit.offline_acceptance.intervals import CONFIDENCE, RESAMPLES
 from kit.offline_acceptance.prompts import Prompt, PromptFormat, chat_prompts, resolve_prompts
 from kit.offline_acceptance.result import OfflineResult, OfflineRow, Settings, verdict
-from kit.offline_acceptance.sampling import Counts, Sampler, accept_probability, walk
+from kit.offline_acceptance.sampling import (
+    Counts,
+    Sampler,
+    accept_probability,
+    argmax_accepted,
+    walk,
+)
 from kit.offline_acceptance.target import (
     DeviceMap,
     check_device,
@@ -383,7 +389,7 @@ def chain_acceptance(
         fc = fc or (j == 0 and bool(draft.fc_applied))
         truth = emitted[:, 2 + j : 2 + j + rows]
         if sampler.greedy or proposal == DraftProposal.ARGMAX:  # accepted iff it was emitted
-            out.append((draft.to_target_ids(logits.argmax(-1)) == truth).float())
+            out.append(argmax_accepted(draft.to_target_ids(logits.argmax(-1)), truth))
         else:
             ids = torch.where(truth >= 0, index[truth.clamp_min(0)], -1)
             q = sampler.probability_of(logits, ids)
