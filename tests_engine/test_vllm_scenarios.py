@@ -33,11 +33,12 @@ def agrees(predicted, engine, name: str = "greedy"):
     return measured.result
 
 
-def root_causes(draft, engine) -> list:
+def root_causes(draft, engine, **more) -> list:
+    """doctor on the draft with vLLM's own log of the run (and `more`, e.g. the target)."""
     import kit
 
     report = kit.doctor(
-        draft, engine=RELEASE, logs=[engine.log], target_config=TARGET / "config.json"
+        draft, engine=RELEASE, logs=[engine.log], target_config=TARGET / "config.json", **more
     )
     return report.root_causes
 
@@ -100,11 +101,13 @@ def test_chat_formatted_prompts(healthy_engine, predict):
 def test_aux_capture_off_speculators_form(tmp_path_factory, predict):
     draft, engine = engine_for(tmp_path_factory, drafts.aux_off_speculators)
     agrees(predict(draft), engine)
+    assert [f.code for f in root_causes(draft, engine)][:1] == ["FC_BYPASSED"]
 
 
 def test_aux_capture_off_flat_form(tmp_path_factory, predict):
     draft, engine = engine_for(tmp_path_factory, drafts.aux_off_flat)
     agrees(predict(draft), engine)
+    assert [f.code for f in root_causes(draft, engine)][:1] == ["FC_BYPASSED"]
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +138,9 @@ def test_aux_ids_shifted(tmp_path_factory, predict):
     draft, engine = engine_for(tmp_path_factory, drafts.aux_shifted)
     assert "(1, 3, 4)" in engine.log.read_text()  # vLLM's own line: the layers it captures
     agrees(predict(draft), engine)
+    # the config is the only record of training: only the weights, offline, tell the shift
+    found = root_causes(draft, engine, target=TARGET, num_prompts=120)
+    assert [f.code for f in found][:1] == ["AUX_IDS_SHIFTED"], found
 
 
 def test_no_d2t(tmp_path_factory, predict):
