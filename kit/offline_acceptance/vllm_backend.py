@@ -408,10 +408,11 @@ def rows_in_vllm(
     target_class: str | None = None,
     **options,
 ) -> list[OfflineRow]:
-    """Healthy (the kit), as the installed vLLM deploys the draft (the kit's prediction), and
-    what that vLLM measures, judged against healthy; the last row's findings say whether the
-    engine and the prediction agree. `options`: `Options`' and `EngineSettings`' fields."""
-    from kit.offline_acceptance.deployment import as_deployed, healthy, judge
+    """Healthy (the kit), as the installed vLLM deploys the draft (the kit's prediction), the
+    same after `kit fix` when the fix changes anything (what it buys), and what that vLLM
+    measures of the draft as given, judged against healthy; the last row's findings say whether
+    the engine and the prediction agree. `options`: `Options`' and `EngineSettings`' fields."""
+    from kit.offline_acceptance.deployment import as_deployed, as_fixed, healthy, judge
     from kit.offline_acceptance.target import load_target
 
     settings = EngineSettings(**{k: options.pop(k) for k in ENGINE_OPTIONS if k in options})
@@ -429,12 +430,17 @@ def rows_in_vllm(
         target_dir, draft_dir, release, aux_capture=aux_capture, target_class=target_class,
         against=reference, **common,
     )  # fmt: skip
+    fixed = as_fixed(
+        target_dir, draft_dir, release, aux_capture=aux_capture, target_class=target_class,
+        against=reference, **common,
+    )  # fmt: skip
+    kit_rows = [reference, predicted] + ([fixed] if fixed is not None else [])
     measured = measured_row(target_dir, draft_dir, predicted, settings, prompts, **options)
     noise = next((f for f in measured.findings if f.code == CPU_SAMPLING_UNRELIABLE), None)
     if noise is not None:  # a figure that is noise is neither judged nor held against the kit
         measured.findings.remove(noise)
         measured.findings.insert(0, noise)
-        return [reference, predicted, measured]
+        return [*kit_rows, measured]
     judge(measured, reference)
     measured.findings.insert(0, engine_against_kit(predicted, measured))
-    return [reference, predicted, measured]
+    return [*kit_rows, measured]
