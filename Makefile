@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-engine fuzz lint format lab bench data clean check-core
+.PHONY: demo test test-engine test-browser fuzz lint format lab bench data clean check-core
 
 # The package with every extra, editable, resolved together with requirements.txt: its pins are
 # the lock of this venv (torch's CPU build among them); pyproject.toml's ranges are what a user's
@@ -38,8 +38,24 @@ $(VLLM_STAMP): requirements-vllm.txt
 
 # its own --basetemp: pytest prunes the shared default one while the engines still write there
 test-engine: $(VLLM_STAMP)
+	mkdir -p runs  # pytest creates --basetemp itself, not its parent
 	$(VLLM_VENV)/bin/python -m pytest -q -rxXf -p no:cacheprovider --basetemp=runs/test-engine \
 		tests_engine
+
+# JupyterLab driven in a real browser (tests_browser/): `make lab`'s server, headless chromium
+# through playwright (requirements-browser.txt, into this venv; playwright's own browser download
+# is not used). Every notebook opened, run, saved and explored as notebooks/README.md tells a
+# person to; screenshots in runs/test-browser/. CHROMIUM=/path picks another chromium.
+CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser)
+BROWSER_STAMP := $(VENV)/.installed-browser
+
+$(BROWSER_STAMP): requirements-browser.txt $(STAMP)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-browser.txt
+	touch $(BROWSER_STAMP)
+
+test-browser: $(BROWSER_STAMP)
+	@test -x "$(CHROMIUM)" || { echo "make test-browser: no chromium found$(if $(CHROMIUM), at $(CHROMIUM)): install it (apt-get install chromium) or pass CHROMIUM=/path/to/chromium" >&2; exit 2; }
+	CHROMIUM="$(CHROMIUM)" $(PY) -m pytest -q -p no:cacheprovider --durations=0 tests_browser
 
 # The long fuzz profile (CI): new cases on every run, a few hundred to a thousand per test, under
 # six minutes on 2 cores. `make test` runs the same tests with the bounded profile (docs/limits.md).

@@ -270,14 +270,16 @@ def offline(
     k: int | None = None,
 ) -> tuple[list[Finding], dict[str, Any]]:
     """Offline acceptance as the deployment runs it (the release's load, its capture for the
-    target class unless `aux_capture` is False), judged against the healthy wiring, and the gap
-    between raw and chat-template prompts when the target's tokenizer has a template.
+    target class unless `aux_capture` is False), judged against the healthy wiring; whether the
+    config's aux ids are off by one (`aux_shift`); and the gap between raw and chat-template
+    prompts when the target's tokenizer has a template.
 
     Both rows count as the release counts, at the deployment's chain length `k` (default 5).
     The deployment's findings are its row's (a wiring the release cannot run is its crash
     finding); the facts carry each figure with its interval.
     """
     from kit.offline_acceptance import as_deployed, format_gap_finding, healthy, prompt_format_gap
+    from kit.offline_acceptance.aux_shift import aux_shift_finding
     from kit.offline_acceptance.prompts import default_prompts_file, load_prompts
     from kit.offline_acceptance.target import load_target
 
@@ -298,6 +300,8 @@ def offline(
         **common,
     )
     findings = list(deployed.findings)
+    if (shifted := aux_shift_finding(target, draft, ref, **common)) is not None:
+        findings.append(shifted)
     facts: dict[str, Any] = {}
     for name, row in (("healthy", ref), ("as_deployed", deployed)):
         if row.result is not None:

@@ -156,4 +156,4 @@ if interactive:
         )
     )
     def show_run(run):
-        accept_len_figure([runs[run]], expected=expected_accept_len).show()
+        accept_len_figure(runs, expected=expected_accept_len, shown=run).show()

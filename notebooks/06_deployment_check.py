@@ -107,5 +107,12 @@ if interactive:
     @widgets.interact(version=version)
     def other_release(version):
         release = f"{name}=={version}"
-        again = check(launch, draft=draft, target_config=target_config, engine=release)
+        again = check(
+            launch,
+            draft=draft,
+            target_config=target_config,
+            engine=release,
+            train_tokenizer=train_tokenizer,
+            served_tokenizer=served_tokenizer,
+        )
         display(findings_table(again.findings, title=f"The launch line under {release}"))

@@ -9,7 +9,7 @@
 # %% [markdown]
 # # Postmortem of a run
 #
-# `python -m kit run --out runs/NAME` executes notebooks 1–5 headless and writes their executed copies,
+# `python -m kit run --out runs/NAME` executes notebooks 1–6 headless and writes their executed copies,
 # `findings.json` and `postmortem.html` into `runs/NAME`. This notebook reads such a run back, from
 # the records inside the executed notebooks, and shows the verdict: the root causes first, each with
 # its evidence and its fix, then what ran and what did not.

@@ -66,6 +66,10 @@ def test_figures_draw_floor_expected_and_runs():
     assert {1.0, 3.2, 5.0} <= levels  # floor, offline expectation, chain cap (4 steps + 1)
     assert len(fig.data) == 4  # accept len and rate per run
     assert len(fig.data[0].x) == 60 and fig.data[0].x[0] == 0
+    assert fig.layout.yaxis2.rangemode == "nonnegative"  # a flat rate is not padded below 0
+    one = accept_len_figure(runs, shown=1)  # notebook 4's explore view: one run, same colours
+    assert [t.visible for t in one.data] == ["legendonly", "legendonly", True, True]
+    assert [t.line.color for t in one.data] == [t.line.color for t in fig.data]
     assert len(per_position_figure(runs).data) == 2
     assert list(throughput_figure(runs).data[1].y)[:1] == [runs[1].windows[0].throughput]
 

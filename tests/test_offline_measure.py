@@ -372,3 +372,27 @@ def test_progress_bar_only_on_a_terminal(target, prompts, capsys, monkeypatch):
     monkeypatch.setattr("sys.stderr", terminal)
     evaluate(TARGET, DRAFT, **few)
     assert "healthy:" in terminal.text and "\r" in terminal.text
+
+
+@pytest.mark.parametrize("sampling", [{}, {"temperature": 0.7, "seed": 3}], ids=["greedy", "T0.7"])
+def test_a_second_wiring_on_the_same_target_reuses_its_continuation(target, monkeypatch, sampling):
+    """The target's text does not depend on the draft: a second evaluation on the loaded target
+    continues no prompt again and gives the same counts, draw for draw when sampling; another
+    seed is another text, continued anew."""
+    from kit.offline_acceptance import measure
+
+    calls = []
+    real = measure.continuation
+    monkeypatch.setattr(measure, "continuation", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    prompts = load_prompts(PROMPTS)[:24]
+    run = dict(prompts=prompts, target=target, progress=False, **sampling)
+    first = evaluate(TARGET, DRAFT, **run)
+    fresh = len(calls)
+    again = evaluate(TARGET, DRAFT, **run)
+    assert fresh > 0 and len(calls) == fresh
+    assert [c.__dict__ for c in again.result.per_prompt] == [
+        c.__dict__ for c in first.result.per_prompt
+    ]
+    if sampling:
+        evaluate(TARGET, DRAFT, **{**run, "seed": 4})
+        assert len(calls) == 2 * fresh

@@ -60,8 +60,12 @@ class EngineRun:
         return OfflineRow(f"measured in {self.release}", predicted.wiring, result)
 
 
-def run_engine(draft: Path, out: Path, runs: dict, k: int = 5) -> EngineRun:
-    """One engine process on `draft`: every run of `runs` ({name: kit options}) in it."""
+def run_engine(
+    draft: Path, out: Path, runs: dict, k: int = 5, correct_cpu_expand: bool = False
+) -> EngineRun:
+    """One engine process on `draft`: every run of `runs` ({name: kit options}) in it; with
+    `correct_cpu_expand`, the CPU build's temperature expansion written as on GPU
+    (`engine_worker.correct_cpu_expand`)."""
     out.mkdir(parents=True, exist_ok=True)
     spec = {
         "target": str(TARGET),
@@ -70,6 +74,7 @@ def run_engine(draft: Path, out: Path, runs: dict, k: int = 5) -> EngineRun:
         "log": str(out / "vllm.log"),
         "prompts": str(PROMPTS),
         "runs": runs,
+        "correct_cpu_expand": correct_cpu_expand,
     }
     (out / "spec.json").write_text(json.dumps(spec))
     done = subprocess.run(

@@ -253,5 +253,7 @@ def _print(rows) -> None:
         f"verify steps ({row.label})"
     )
     print(f"counted as {s.counted_as}: {s.counting}")
+    if s.temperature > 0:
+        print(f"drafted as {s.counted_as}: {s.proposal}")
     for label, rate in last.accept_rate.items():
         print(f"accept rate {label:28} {'(not logged)' if rate is None else f'{rate:.3f}'}")

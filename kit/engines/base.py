@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from importlib import import_module
 from types import ModuleType
 from typing import Any, Generic, TypeVar
@@ -72,6 +73,21 @@ def pick(rows: Sequence[Row[T]], release: EngineRelease) -> Row[T]:
     raise KitError(f"no rule covers {release}")  # a gap in a table is a bug in the table
 
 
+class DraftProposal(StrEnum):
+    """What a release's verification at a temperature is given for each drafted token d.
+
+    SAMPLED: the draft draws d from its distribution q and the target accepts it with probability
+    min(1, p(d)/q(d)) (speculative sampling as Leviathan et al. 2023 write it). ARGMAX: the draft
+    proposes its most likely token and the target accepts it with probability p(d), q taken as
+    one-hot (vLLM's rejection sampler given no draft probabilities; SGLang's target-only kernel at
+    its default accept thresholds). Both emit text distributed as the target's own sampling; ARGMAX accepts a token only
+    when the target's sample is the draft's argmax, so it accepts less whenever p is spread.
+    """
+
+    SAMPLED = "sampled"
+    ARGMAX = "argmax"
+
+
 @dataclass(frozen=True)
 class Engine:
     """One engine as the engine-independent code asks it (`kit.load.replay`, `kit.tracing`,
@@ -93,7 +109,9 @@ class Engine:
     load: ModuleType
     capture: ModuleType
     forward: ModuleType
-    acceptance: ModuleType  # STOP_COUNTING rows (and the engine's log / metrics formats)
+    # STOP_COUNTING rows, optional DRAFT_PROPOSAL rows (DraftProposal; without them the kit
+    # verifies as the papers write it), the engine's log / metrics formats
+    acceptance: ModuleType
     flags: ModuleType | None = None  # launch flags by release, for engines that have a table
 
     @classmethod

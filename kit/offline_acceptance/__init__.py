@@ -16,6 +16,7 @@ default) with the draft wired as an engine release wires it. Read in this order:
 
 from kit.offline_acceptance.deployment import (
     as_deployed,
+    as_fixed,
     fault_matrix,
     format_gap_finding,
     healthy,
@@ -44,6 +45,7 @@ __all__ = [
     "Sampler",
     "Wiring",
     "as_deployed",
+    "as_fixed",
     "compare",
     "evaluate",
     "fault_matrix",

@@ -18,6 +18,8 @@ cannot run that wiring; one row that cannot run never stops the others.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kit.checkpoint.config import load_draft_config
@@ -132,21 +134,56 @@ def fault_matrix(
 
     add(f"{release}, aux capture off", draft_dir, False)
     add(f"{release}, aux capture on", draft_dir, True)
+    with fixed_draft(draft_dir, release) as fixed:
+        if isinstance(fixed, OfflineRow):
+            rows.append(fixed)
+        elif fixed is not None:
+            path, what = fixed
+            add(f"{release} after kit fix ({what}), aux capture off", path, False)
+            add(f"{release} after kit fix ({what}), aux capture on", path, True)
+    return rows
+
+
+@contextmanager
+def fixed_draft(
+    draft_dir: str | Path, release: str
+) -> Iterator[tuple[Path, str] | OfflineRow | None]:
+    """The draft as `kit fix --engine release` writes it, in a temporary folder for the block,
+    with what the fix changed; None when the release loads the draft as it is; a FIX_REFUSED
+    row when the kit cannot write a fix."""
     from kit.load.rewrite import plan_fix, write_fixed
 
     ck = open_checkpoint(draft_dir)
     try:
         plan = plan_fix(ck, load_draft_config(draft_dir), release)
     except KitError as e:
-        rows.append(OfflineRow(f"{release} after kit fix", None, crash=_no_fix(release, e)))
-        return rows
-    if plan.changes_anything:
-        what = ", ".join(["rename"] * bool(plan.renames) + ["config.json"] * bool(plan.config))
-        with tempfile.TemporaryDirectory() as tmp:
-            fixed = write_fixed(ck, plan, Path(tmp) / "fixed")
-            add(f"{release} after kit fix ({what}), aux capture off", fixed, False)
-            add(f"{release} after kit fix ({what}), aux capture on", fixed, True)
-    return rows
+        yield OfflineRow(f"{release} after kit fix", None, crash=_no_fix(release, e))
+        return
+    if not plan.changes_anything:
+        yield None
+        return
+    what = ", ".join(["rename"] * bool(plan.renames) + ["config.json"] * bool(plan.config))
+    with tempfile.TemporaryDirectory() as tmp:
+        yield write_fixed(ck, plan, Path(tmp) / "fixed"), what
+
+
+def as_fixed(
+    target_dir: str | Path,
+    draft_dir: str | Path,
+    engine: str,
+    *,
+    against: OfflineRow | None = None,
+    **kw,
+) -> OfflineRow | None:
+    """The deployment's row after `kit fix --engine engine` (`kw` as `as_deployed`'s): what the
+    fix buys; None when the release loads the draft as it is."""
+    with fixed_draft(draft_dir, engine) as fixed:
+        if fixed is None or isinstance(fixed, OfflineRow):
+            return fixed
+        path, what = fixed
+        row = as_deployed(target_dir, path, engine, against=against, **kw)
+    row.label = row.label.replace("as deployed:", f"as deployed after kit fix ({what}):", 1)
+    return row
 
 
 def _no_fix(release: str, e: KitError) -> Finding:

@@ -10,7 +10,8 @@ continuation, speculative sampling text distributed as the target's own sampling
   2. one target pass over prompt + continuation gives the hidden states the draft is fed and,
      when sampling, the target's probability of each emitted token;
   3. the draft's chains run from every position at once along that text (`kit.tracing.draft.ChainCache`)
-     and give, for each drafted token, the probability it is accepted (`kit.offline_acceptance.sampling`);
+     and give, for each drafted token, the probability it is accepted (`kit.offline_acceptance.sampling`),
+     under the counting release's rule for what is drafted (its `acceptance.DRAFT_PROPOSAL`);
   4. each prompt's verify steps are walked: exact counts when greedy, one seeded draw per drafted
      token when sampling.
 
@@ -26,23 +27,32 @@ engine's `acceptance.STOP_COUNTING`), so the figures count it as one named relea
 from __future__ import annotations
 
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from kit.checkpoint.config import load_draft_config, load_target_config
 from kit.checkpoint.files import open_checkpoint
 from kit.checkpoint.inspection import check_pair
-from kit.engines import ENGINES, EngineRelease, Row, parse_engine, pick
+from kit.engines import ENGINES, EngineRelease, Row, VersionRange, parse_engine, pick
+from kit.engines.base import DraftProposal
 from kit.errors import KitError
 from kit.offline_acceptance.intervals import CONFIDENCE, RESAMPLES
 from kit.offline_acceptance.prompts import Prompt, PromptFormat, chat_prompts, resolve_prompts
 from kit.offline_acceptance.result import OfflineResult, OfflineRow, Settings, verdict
-from kit.offline_acceptance.sampling import Counts, Sampler, accept_probability, walk
+from kit.offline_acceptance.sampling import (
+    Counts,
+    Sampler,
+    accept_probability,
+    argmax_accepted,
+    walk,
+)
 from kit.offline_acceptance.target import (
     DeviceMap,
     check_device,
@@ -55,6 +65,12 @@ from kit.offline_acceptance.wiring import HEALTHY_RELEASE, Feed, Wiring, load_dr
 from kit.tracing.draft import ChainCache, Eagle3Draft
 
 PROGRESS_MIN_GROUPS = 8  # a progress bar (on a terminal only) from this many prompt groups on
+# an engine whose `acceptance` has no DRAFT_PROPOSAL rows: verified as the papers write it
+PAPERS_PROPOSAL = Row(
+    VersionRange("0"),
+    DraftProposal.SAMPLED,
+    "speculative sampling as Leviathan et al. 2023 write it (this engine's rule not read)",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,7 +171,7 @@ def evaluate(
             target = load_target(target_dir, opts.device, opts.device_map)
         draft = load_draft(draft_dir, plan, target, opts.device)
         key = hash(tuple(tuple(p.ids) for p in given))  # chat-rendered or raw: same prompts
-        result = measure(target, draft, plan.wiring, sent, opts, counting, key)
+        result = measure(target, draft, plan.wiring, sent, opts, counting, key, label)
     result.findings = [*findings, verdict(result)]
     return OfflineRow(label, result.wiring, result, findings=list(result.findings))
 
@@ -164,6 +180,12 @@ def stop_counting(release: str) -> tuple[EngineRelease, Row[bool]]:
     """Whether `release` counts drafts verified past a request's last token, and the rule."""
     counter = parse_engine(release)
     return counter, pick(ENGINES[counter.name].acceptance.STOP_COUNTING, counter)
+
+
+def draft_proposal(counter: EngineRelease) -> Row[DraftProposal]:
+    """What `counter`'s verification at a temperature is given for each drafted token."""
+    rows = getattr(ENGINES[counter.name].acceptance, "DRAFT_PROPOSAL", None)
+    return PAPERS_PROPOSAL if rows is None else pick(rows, counter)
 
 
 def default_label(w: Wiring) -> str:
@@ -187,10 +209,12 @@ def measure(
     opts: Options,
     counting: tuple[EngineRelease, Row[bool]],
     prompts_key: int,
+    label: str | None = None,
 ) -> OfflineResult:
-    """Every prompt's verify steps under one wiring (module doc, steps 1-4)."""
+    """Every prompt's verify steps under one wiring (module doc, steps 1-4); `label` names the
+    row on its progress bar (default: the wiring's own description)."""
     (counter, rule), sampler = counting, opts.sampler
-    past_stop = rule.value
+    past_stop, proposal = rule.value, draft_proposal(counter).value
     generator = torch.Generator().manual_seed(opts.seed)
     here, there = input_device(target), torch.device(opts.device)
     groups: dict[int, list[int]] = defaultdict(list)  # equal-length prompts run as one batch
@@ -199,14 +223,17 @@ def measure(
     per_prompt = [Counts() for _ in prompts]
     fc_applied, t0 = False, time.perf_counter()
     reset_peak_memory()
-    bar = _progress(opts.progress and len(groups) >= PROGRESS_MIN_GROUPS, len(prompts), wiring)
+    shown = opts.progress and len(groups) >= PROGRESS_MIN_GROUPS
+    bar = _progress(shown, len(prompts), label or bar_label(wiring))
     with torch.inference_mode():
         for length, members in sorted(groups.items()):
             ids = torch.tensor([prompts[i].ids for i in members], device=here)
             new = opts.max_new_tokens + (opts.k if past_stop else 0)
-            seq = torch.cat([ids.cpu(), continuation(target, ids, new, sampler, generator)], 1)
+            seq = torch.cat([ids.cpu(), continued(target, ids, new, sampler, generator)], 1)
             fed, p_next = target_pass(target, seq.to(here), wiring, sampler, there)
-            accept_p, fc = chain_acceptance(draft, seq.to(there), fed, opts.k, sampler, p_next)
+            accept_p, fc = chain_acceptance(
+                draft, seq.to(there), fed, opts.k, sampler, p_next, proposal
+            )
             accept_p, fc_applied = accept_p.cpu(), fc_applied or fc
             draws = (
                 torch.zeros_like(accept_p)
@@ -243,10 +270,55 @@ def _settings(opts: Options, counter: EngineRelease, rule: Row[bool]) -> Setting
         max_new_tokens=opts.max_new_tokens,
         counted_as=str(counter),
         counting=rule.source,
+        proposal=proposal_text(draft_proposal(counter)),
         device=where,
         resamples=opts.resamples,
         confidence=opts.confidence,
     )
+
+
+def proposal_text(row: Row[DraftProposal]) -> str:
+    """The rule a sampled result follows, in words, with its source."""
+    if row.value == DraftProposal.ARGMAX:
+        said = "the draft's argmax, accepted with the target's probability of it"
+    else:
+        said = "drawn from the draft, accepted with min(1, p/q)"
+    return f"{said} ({row.source})"
+
+
+# The target's continuation of a prompt group does not depend on the draft: every wiring of a
+# what-if matrix, and every later call on the same loaded target, reuses it. Kept per target
+# (dropped with it), keyed by everything it depends on, the generator's state included, whose
+# state after it is restored on reuse so sampled runs repeat draw for draw.
+_CONTINUED: weakref.WeakKeyDictionary[Any, dict[tuple, tuple[torch.Tensor, torch.Tensor]]] = (
+    weakref.WeakKeyDictionary()
+)
+CONTINUED_MAX = 1024  # prompt groups kept per target (a few KB each)
+
+
+def continued(
+    target, ids: torch.Tensor, new_tokens: int, sampler: Sampler, generator: torch.Generator
+) -> torch.Tensor:
+    """`continuation`, computed once per target, prompts, length, sampler and generator state."""
+    state = generator.get_state()
+    key = (
+        ids.cpu().numpy().tobytes(),
+        tuple(ids.shape),
+        new_tokens,
+        sampler,
+        state.numpy().tobytes(),
+    )
+    memo = _CONTINUED.setdefault(target, {})
+    if key not in memo:
+        if len(memo) >= CONTINUED_MAX:
+            memo.clear()
+        memo[key] = (
+            continuation(target, ids, new_tokens, sampler, generator),
+            generator.get_state(),
+        )
+    tokens, after = memo[key]
+    generator.set_state(after)
+    return tokens
 
 
 def continuation(
@@ -291,10 +363,16 @@ def chain_acceptance(
     k: int,
     sampler: Sampler,
     p_next: torch.Tensor | None,
+    proposal: DraftProposal = DraftProposal.SAMPLED,
 ) -> tuple[torch.Tensor, bool]:
     """P(accept | emitted) `[B, T-1, k]` for the chain that starts at every row, and whether fc
     ran. Row t starts from the target's state at t and token t+1; step j drafts token t+2+j and
-    is fed the token the server emitted there (the drafted one, whenever it was accepted)."""
+    is fed the token the server emitted there (the drafted one, whenever it was accepted).
+
+    Greedy, or an ARGMAX proposal at a temperature: the drafted token is the draft's argmax and
+    is accepted exactly when it is the emitted token (accepted with p(d), else the target draws
+    from p without d: given the text, acceptance is certain or impossible). A SAMPLED proposal:
+    min(1, q/p) of the emitted token (`kit.offline_acceptance.sampling`)."""
     rows = seq.shape[1] - 1
     pos = torch.arange(rows, device=seq.device)
     cache = ChainCache(len(draft.model.decoder_layers()))
@@ -310,8 +388,8 @@ def chain_acceptance(
         logits, h = draft(tokens, h, pos + j, cache, own)
         fc = fc or (j == 0 and bool(draft.fc_applied))
         truth = emitted[:, 2 + j : 2 + j + rows]
-        if sampler.greedy:  # accepted iff the draft's token is the target's greedy one
-            out.append((draft.to_target_ids(logits.argmax(-1)) == truth).float())
+        if sampler.greedy or proposal == DraftProposal.ARGMAX:  # accepted iff it was emitted
+            out.append(argmax_accepted(draft.to_target_ids(logits.argmax(-1)), truth))
         else:
             ids = torch.where(truth >= 0, index[truth.clamp_min(0)], -1)
             q = sampler.probability_of(logits, ids)
@@ -350,14 +428,12 @@ def _threads(n: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _progress(enabled: bool, total: int, wiring: Wiring):
+def _progress(enabled: bool, total: int, desc: str):
     """A tqdm bar on a terminal only: in a pipe or a CI log it stays silent (`disable=None`).
-    It names the wiring it measures, so a notebook's several bars can be told apart."""
+    It names the row it measures, so a notebook's several bars can be told apart."""
     from tqdm.auto import tqdm
 
-    return tqdm(
-        total=total, desc=bar_label(wiring), unit="prompt", disable=None if enabled else True
-    )
+    return tqdm(total=total, desc=desc, unit="prompt", disable=None if enabled else True)
 
 
 def bar_label(wiring: Wiring) -> str:

@@ -39,6 +39,7 @@ class Settings:
     max_new_tokens: int
     counted_as: str
     counting: str  # the release's stop-counting rule, with its source line
+    proposal: str  # what its verification at a temperature is given per drafted token, and source
     device: str
     resamples: int
     confidence: float

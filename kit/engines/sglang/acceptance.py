@@ -2,7 +2,8 @@
 computed, release by release (paths inside the wheel's `sglang/srt/`).
 
 A logged `accept len` is tokens emitted per verify step; the `accept rate` beside it changed
-formula three times. The decode-line format narrows the release a log came from.
+formula three times. The decode-line format narrows the release a log came from. How a drafted
+token is verified at a temperature (`DRAFT_PROPOSAL`) sits at the end.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kit.engines.base import Row, VersionRange
+from kit.engines.base import DraftProposal, Row, VersionRange
 
 
 @dataclass(frozen=True)
@@ -154,4 +155,37 @@ STOP_COUNTING: list[Row[bool]] = [
         "the verify lengths before the stop check (0.5.11 "
         "managers/scheduler_output_processor_mixin.py:365,442; 0.5.23 "
         "scheduler_components/batch_result_processor.py:785-788,986-991)"),
+]  # fmt: skip
+
+# What the verify kernel is given for a drafted token at a temperature, by default. At
+# `--speculative-eagle-topk 1` the EAGLE worker drafts the argmax of the draft's logits (`fast_topk`
+# of their softmax at topk 1 is `torch.max`; later an explicit argmax) and verification passes
+# `tree_speculative_sampling_target_only` an all-zero `draft_probs`: the kernel accepts d when
+# coin <= p(d) / threshold_acc or p(d) >= threshold_single (`<` and p(d) > 0 in the kernel shipped
+# from 0.5.21), and on rejection writes p(d) into draft_probs and samples relu(p - draft_probs),
+# p without d. At the default thresholds (1.0 and 1.0 in every release read) d is accepted with
+# p(d): vLLM's rule. Other thresholds (launch flags, or `/set_internal_state` at run time) accept
+# more and change the text's law away from p: not modelled. `--speculative-use-rejection-sampling`
+# (0.5.14 on, off by default) samples the draft at the request's temperature and accepts with
+# min(1, p/q) (`coin * q < p`): not modelled. Off CUDA (HIP up to its rejection path, NPU in some
+# releases, CPU and XPU) a sampled request is verified greedily.
+DRAFT_PROPOSAL: list[Row[DraftProposal]] = [
+    Row(VersionRange("0.4.4.post2", "0.5.3"), DraftProposal.ARGMAX,
+        "0.4.4.post2 speculative/eagle_worker.py:405-406,570-571 (fast_topk of the draft's softmax, "
+        "torch.max at topk 1: eagle_utils.py:694-698), eagle_utils.py:357-380 (zero draft_probs, "
+        "the kernel with the thresholds), server_args.py:137-138 (thresholds 1.0); 0.5.1 "
+        "eagle_utils.py:474,484,496-501"),
+    Row(VersionRange("0.5.3", "0.5.14"), DraftProposal.ARGMAX,
+        "0.5.10 speculative/eagle_worker.py:684-685,1015-1016 (utils/common.py:2650-2653: torch.max "
+        "at topk 1), eagle_info.py:351,363-376 (zero draft_probs, the kernel with the "
+        "thresholds), server_args.py:500-501 (1.0); spec v2 0.5.11 eagle_info_v2.py:405,414"),
+    Row(VersionRange("0.5.14", "0.5.21"), DraftProposal.ARGMAX,
+        "0.5.14 speculative/eagle_worker_v2.py:660-664 (argmax at topk 1), eagle_utils.py:"
+        "490-494,512-517,530 (zero draft_probs unless --speculative-use-rejection-sampling, "
+        "server_args.py:1492-1495 default off), server_args.py:1484-1491 (thresholds 1.0)"),
+    Row(VersionRange("0.5.21"), DraftProposal.ARGMAX,
+        "0.5.23 speculative/eagle_worker_v2.py:867-879 (argmax at topk 1), eagle_utils.py:"
+        "745-749,768-782, arg_groups/fields/spec.py:109-119 (thresholds 1.0, rejection sampling "
+        "off); the kernel, shipped in the wheel from 0.5.21: "
+        "sglang/kernels/jit/include/sgl_kernel/speculative/sampling.cuh:77-95"),
 ]  # fmt: skip

