@@ -150,13 +150,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps({"error": message}).encode(), headers, True)
 
     def _send(self, status: int, data: bytes, headers: dict[str, str], body: bool) -> None:
-        self.send_response(status)
-        headers.setdefault("Content-Length", str(len(data)))
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.end_headers()
+        try:
+            self.send_response(status)
+            headers.setdefault("Content-Length", str(len(data)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            if body:
+                self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            return  # the client hung up (the kit refusing a whole file sent unasked): not sent
         if body:
-            self.wfile.write(data)
             with self.hub.lock:
                 self.hub.sent += len(data)
 
