@@ -465,8 +465,9 @@ def test_sglang_0_5_11_splits_by_its_renamed_per_request_list(tmp_path):
     ("version", "per_request"),
     [
         ("0.5.6", None), ("0.5.9", None), ("0.5.10", "accept_length_per_req_cpu"),
-        ("0.5.11", "num_accepted_drafts_per_req_cpu"), ("0.5.22", "num_accepted_drafts_per_req_cpu"),
-        ("0.5.23", "num_correct_drafts_per_req_cpu"), ("0.6.0+cpu", "num_correct_drafts_per_req_cpu"),
+        ("0.5.11", "num_accepted_drafts_per_req_cpu"), ("0.5.12", "num_correct_drafts_per_req_cpu"),
+        ("0.5.22", "num_correct_drafts_per_req_cpu"), ("0.5.23", "num_correct_drafts_per_req_cpu"),
+        ("0.6.0+cpu", "num_correct_drafts_per_req_cpu"),
     ],
 )  # fmt: skip
 def test_sglang_count_sites_cover_their_ranges_once(version, per_request):
@@ -476,6 +477,50 @@ def test_sglang_count_sites_cover_their_ranges_once(version, per_request):
     assert row is not None and row.value.per_request == per_request
     assert row.source.startswith(row.versions.first + " ")  # each row cites its first release
     assert sum(site_for(version) is r for r in COUNT_SITES) == 1
+
+
+# Each release's counting as its wheel has it: the class holding update_spec_metrics, the file
+# the row must cite for it, the per-request list, and where its decode log reads D from.
+MIXIN, REPORTER_PY = "observability/scheduler_metrics_mixin.py", "metrics_reporter.py"
+SGLANG_RELEASE_SITES = [
+    ("0.5.11", "Scheduler", MIXIN, "num_accepted_drafts_per_req_cpu", "server_args"),
+    ("0.5.12", "Scheduler", MIXIN, "num_correct_drafts_per_req_cpu", "server_args"),
+    ("0.5.12.post1", "Scheduler", MIXIN, "num_correct_drafts_per_req_cpu", "server_args"),
+    ("0.5.13", "SchedulerMetricsReporter", REPORTER_PY, "num_correct_drafts_per_req_cpu",
+     "scheduler"),
+    ("0.5.16", "SchedulerMetricsReporter", REPORTER_PY, "num_correct_drafts_per_req_cpu",
+     "scheduler"),
+    ("0.5.17", "SchedulerMetricsReporter", REPORTER_PY, "num_correct_drafts_per_req_cpu", "spec"),
+    ("0.5.19", "SchedulerMetricsReporter", REPORTER_PY, "num_correct_drafts_per_req_cpu", "spec"),
+    ("0.5.20", "SchedulerMetricsReporter", REPORTER_PY, "num_correct_drafts_per_req_cpu", "spec"),
+    ("0.5.22", "SchedulerMetricsReporter", REPORTER_PY, "num_correct_drafts_per_req_cpu", "spec"),
+    ("0.5.23", "SchedulerMetricsReporter", REPORTER_PY, "num_correct_drafts_per_req_cpu", "spec"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("version", "counter", "cited", "per_request", "d_from"),
+                         SGLANG_RELEASE_SITES)  # fmt: skip
+def test_sglang_each_release_is_hooked_where_its_wheel_counts(
+    monkeypatch, version, counter, cited, per_request, d_from
+):
+    from types import ModuleType
+    from types import SimpleNamespace as NS
+
+    from kit.watch.sglang_sites import site_for
+
+    spec = ModuleType("sglang.srt.runtime_context")
+    spec.get_spec = lambda: NS(speculative_num_steps=1, speculative_num_draft_tokens=6)
+    monkeypatch.setitem(sys.modules, "sglang.srt.runtime_context", spec)
+    # one object answering every way a release reads D, each with its own D: 4, 5 or 6
+    own = NS(speculative_num_steps=1, speculative_num_draft_tokens=4)
+    counting = NS(server_args=own, scheduler=NS(server_args=NS(speculative_num_steps=4)))
+    row = site_for(version)
+    assert row is not None and row.value.counter.split(":")[1] == counter
+    decoder = "Scheduler" if counter == "Scheduler" else "SchedulerBatchResultProcessor"
+    assert row.value.decoder.split(":")[1] == decoder
+    assert row.value.per_request == per_request and per_request in row.source
+    assert row.source.split(" ")[1].split(":")[0].endswith(cited)
+    assert row.value.drafted(counting) == {"server_args": 3, "scheduler": 4, "spec": 5}[d_from]
 
 
 def test_sglang_0_5_23_reads_d_from_its_scheduler_where_no_spec_bag_is_published():

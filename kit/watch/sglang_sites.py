@@ -8,8 +8,9 @@ methods, the name of the per-request list, and where the decode log reads D from
 inside the wheel's `sglang/srt/`.
 
 A release outside every row gets no counting hook (its counts are not recorded, never guessed).
-Releases between two rows' sources were not read: each row's range is the kit's assumption that
-they count as the row's first read release does.
+Each of 0.5.10 to 0.5.23 was read; a row begins at the release whose lines it cites (0.5.20-0.5.22
+count as 0.5.23 does, at their own lines). Any other release a row covers (post releases, those
+after 0.5.23) is the kit's assumption that it counts as the row's first release does.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.errors import KitError
 
 SCHEDULER = "sglang.srt.managers.scheduler:Scheduler"
+REPORTER = "sglang.srt.managers.scheduler_components.metrics_reporter:SchedulerMetricsReporter"
+PROCESSOR = (
+    "sglang.srt.managers.scheduler_components.batch_result_processor:SchedulerBatchResultProcessor"
+)
 
 
 def _d_minus_one(args: Any) -> int:
@@ -39,16 +44,23 @@ def _from_server_args(scheduler: Any) -> int:
     return _d_minus_one(getattr(scheduler, "server_args", None))
 
 
+def _from_reporters_scheduler(reporter: Any) -> int:
+    """From the server args of the scheduler the metrics reporter belongs to (0.5.13
+    managers/scheduler_components/metrics_reporter.py:713-718, before the `spec` bag existed)."""
+    return _from_server_args(getattr(reporter, "scheduler", None))
+
+
 def _from_spec_bag(reporter: Any) -> int:
     """From the process's `spec` config bag (0.5.23 managers/scheduler_components/
-    metrics_reporter.py:975-978); where none is published (get_spec raises), from the server args
-    of the scheduler the reporter belongs to: a hook must never raise into the engine."""
+    metrics_reporter.py:975-978, read there from 0.5.17 :769-772); where none is published
+    (get_spec raises), from the server args of the scheduler the reporter belongs to: a hook must
+    never raise into the engine."""
     try:
         from sglang.srt.runtime_context import get_spec  # type: ignore[import-not-found]
 
         return _d_minus_one(get_spec())
     except (ImportError, ValueError, RuntimeError):
-        return _from_server_args(getattr(reporter, "scheduler", None))
+        return _from_reporters_scheduler(reporter)
 
 
 @dataclass(frozen=True)
@@ -74,18 +86,47 @@ COUNT_SITES: list[Row[CountSite]] = [
         "0.5.10 observability/scheduler_metrics_mixin.py:180 Scheduler.update_spec_metrics, called "
         "by managers/scheduler_output_processor_mixin.py:426; accept_length_per_req_cpu: accepted "
         "drafts, managers/scheduler_output_processor_mixin.py:344 (accept_lens - 1)"),
-    Row(VersionRange("0.5.11", "0.5.23"),
+    Row(VersionRange("0.5.11", "0.5.12"),
         CountSite(SCHEDULER, SCHEDULER, "num_accepted_drafts_per_req_cpu", _from_server_args),
         "0.5.11 observability/scheduler_metrics_mixin.py:191 Scheduler.update_spec_metrics, called "
         "by managers/scheduler_output_processor_mixin.py:442; num_accepted_drafts_per_req_cpu: "
         "bonus excluded, managers/utils.py:30-31, speculative/eagle_info.py:471-475, "
         "managers/scheduler_output_processor_mixin.py:366 (accept_lens - 1)"),
+    Row(VersionRange("0.5.12", "0.5.13"),
+        CountSite(SCHEDULER, SCHEDULER, "num_correct_drafts_per_req_cpu", _from_server_args),
+        "0.5.12 observability/scheduler_metrics_mixin.py:332 Scheduler.update_spec_metrics, called "
+        "by managers/scheduler_output_processor_mixin.py:516 (process_batch_result_decode, :468); "
+        "the list renamed num_correct_drafts_per_req_cpu: bonus excluded, managers/utils.py:30-31, "
+        "speculative/eagle_info.py:473,481-485, managers/scheduler_output_processor_mixin.py:419 "
+        "(accept_lens - 1); D from the server args, scheduler_metrics_mixin.py:683-686"),
+    Row(VersionRange("0.5.13", "0.5.17"),
+        CountSite(REPORTER, PROCESSOR, "num_correct_drafts_per_req_cpu", _from_reporters_scheduler),
+        "0.5.13 managers/scheduler_components/metrics_reporter.py:347 "
+        "SchedulerMetricsReporter.update_spec_metrics, called by "
+        "managers/scheduler_components/batch_result_processor.py:619 "
+        "(SchedulerBatchResultProcessor.process_batch_result_decode, :590); "
+        "num_correct_drafts_per_req_cpu: bonus excluded, managers/utils.py:30-31, "
+        "batch_result_processor.py:539 (accept_lens - 1); D from the scheduler's server args, "
+        "metrics_reporter.py:713-718"),
+    Row(VersionRange("0.5.17", "0.5.20"),
+        CountSite(REPORTER, PROCESSOR, "num_correct_drafts_per_req_cpu", _from_spec_bag),
+        "0.5.17 managers/scheduler_components/metrics_reporter.py:357 "
+        "SchedulerMetricsReporter.update_spec_metrics, called by "
+        "managers/scheduler_components/batch_result_processor.py:831 "
+        "(process_batch_result_decode, :802); num_correct_drafts_per_req_cpu: bonus excluded, "
+        "managers/utils.py:50-51, batch_result_processor.py:636 (accept_lens - 1); D from the "
+        "spec bag, metrics_reporter.py:769-772 (accept_length_per_req_cpu is a dLLM block length "
+        "from 0.5.16, managers/utils.py:54-55, never read)"),
+    Row(VersionRange("0.5.20", "0.5.23"),
+        CountSite(REPORTER, PROCESSOR, "num_correct_drafts_per_req_cpu", _from_spec_bag),
+        "0.5.20 managers/scheduler_components/metrics_reporter.py:462 "
+        "SchedulerMetricsReporter.update_spec_metrics, called by "
+        "managers/scheduler_components/batch_result_processor.py:954 "
+        "(process_batch_result_decode, :920); num_correct_drafts_per_req_cpu: accept_lens - "
+        "num_non_draft_tokens_per_req, batch_result_processor.py:756-758, "
+        "managers/utils.py:54-55,82; D from the spec bag, metrics_reporter.py:898-901"),
     Row(VersionRange("0.5.23"),
-        CountSite("sglang.srt.managers.scheduler_components.metrics_reporter:"
-                  "SchedulerMetricsReporter",
-                  "sglang.srt.managers.scheduler_components.batch_result_processor:"
-                  "SchedulerBatchResultProcessor",
-                  "num_correct_drafts_per_req_cpu", _from_spec_bag),
+        CountSite(REPORTER, PROCESSOR, "num_correct_drafts_per_req_cpu", _from_spec_bag),
         "0.5.23 managers/scheduler_components/metrics_reporter.py:543 "
         "SchedulerMetricsReporter.update_spec_metrics, called by "
         "managers/scheduler_components/batch_result_processor.py:986; "
