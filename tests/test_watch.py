@@ -447,6 +447,46 @@ def test_sglang_0_5_23_is_counted_in_its_metrics_reporter_by_num_correct_drafts(
     assert "((accept_len - 1) / (D - 1), D = 6; " in found["evidence"][2]  # D from get_spec()
 
 
+SGLANG_0_5_13 = {
+    "managers/scheduler_components/metrics_reporter.py": '''
+from types import SimpleNamespace as NS
+
+class SchedulerMetricsReporter:
+    """sglang 0.5.13's counter (metrics_reporter.py:347), D from its scheduler (:713-718)."""
+
+    def __init__(self):
+        self.spec_num_accept_tokens = self.spec_num_forward_ct = 0
+        args = NS(speculative_num_steps=2, speculative_num_draft_tokens=None)  # D = 2 + 1
+        self.scheduler = NS(server_args=args)
+
+    def update_spec_metrics(self, bs, num_correct_drafts):
+        self.spec_num_accept_tokens += num_correct_drafts + bs
+        self.spec_num_forward_ct += bs
+''',
+    "managers/scheduler_components/batch_result_processor.py": SGLANG_COMPONENTS[
+        "managers/scheduler_components/batch_result_processor.py"
+    ].replace(", num_accept_tokens=result.num_correct_drafts + bs", ""),
+    "managers/scheduler.py": SGLANG_COMPONENTS["managers/scheduler.py"],
+}  # no runtime_context.py: 0.5.13 has none
+
+
+def test_sglang_0_5_13_is_counted_in_its_metrics_reporter_with_d_from_its_scheduler(tmp_path):
+    engine = SGLANG_COMPONENTS_ENGINE.replace("[0, 3]", "[0, 2]").replace(
+        "num_correct_drafts=3", "num_correct_drafts=sum(lengths)"
+    )
+    env = _fake_sglang(tmp_path, "0.5.13", SGLANG_0_5_13, engine)
+    report, proc = _watch(tmp_path, env)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out
+    r = read_report(report)
+    totals = r["acceptance"]["totals"]  # per position from [2, 1], [0, 2], 2 drafted per step
+    assert totals == {"drafts": 4, "draft_tokens": 8, "accepted": 5, "per_position": [3, 2]}
+    engine_len = float(out.split("accept len ")[1])
+    assert round(1 + totals["accepted"] / totals["drafts"], 4) == engine_len
+    found = next(f for f in r["findings"] if f["code"] == "OBSERVED_ACCEPTANCE")
+    assert found["source"].startswith("0.5.13 managers/scheduler_components/metrics_reporter.py")
+
+
 def test_sglang_0_5_11_splits_by_its_renamed_per_request_list(tmp_path):
     engine = SGLANG_ENGINE.replace("accept_length_per_req_cpu", "num_accepted_drafts_per_req_cpu")
     files = {"managers/scheduler.py": SGLANG_SCHEDULER}
