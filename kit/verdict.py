@@ -21,12 +21,13 @@ from kit.checkpoint.draft import Draft, open_draft
 from kit.engines import EngineRelease
 from kit.engines.vocab import Outcome
 from kit.errors import require_inputs
-from kit.findings import Finding, ranked
+from kit.findings import Finding, Severity, ranked
 from kit.limits import try_loads_file
 
 if TYPE_CHECKING:
     from kit.checkpoint.config import TargetConfig
     from kit.deployment import Served
+    from kit.tracing.capture import CaptureReport
 
 DEFAULT_ENGINE = "sglang==0.5.10"
 
@@ -123,7 +124,9 @@ def diagnose(
     runs = _parse_logs(logs, report.engine, num_draft_tokens) if logs else []
     ran = any(r.window_count for r in runs)  # a log with acceptance figures: the server ran
     _load(report, opened, release, server_ran=ran)
-    _capture(report, traced, target_cfg, release, target_class, aux_capture)
+    capture = _capture(report, traced, target_cfg, release, target_class, aux_capture)
+    if capture is not None:
+        _logged_layers(report, runs, capture)
     remote = [p for p in (draft, target) if is_remote(p)]
     if target is not None and opened is not None and opened.checkpoint is not None and not remote:
         draft = opened.path
@@ -186,12 +189,12 @@ def _capture(
     release: EngineRelease,
     target_class: str | None,
     aux_capture: bool | None,
-) -> None:
+) -> CaptureReport | None:
     if target_cfg is None or traced is None:
         report.skipped["capture"] = (
             "no target config given" if target_cfg is None else "no draft or draft config given"
         )
-        return
+        return None
     from kit.tracing.capture import simulate_capture
 
     capture = simulate_capture(
@@ -199,6 +202,33 @@ def _capture(
     )
     report.checks["capture"] = list(capture.findings)
     report.facts.update(hidden_width=capture.hidden_width, fc_applied=capture.fc_applied)
+    return capture
+
+
+def _logged_layers(report: Diagnosis, runs: list, capture: CaptureReport) -> None:
+    """The aux layers the engine's own log says it captures, against the kit's prediction for
+    the release: a disagreement means the kit's table is wrong for this engine (a new release,
+    a patched fork), so it is said, naming both."""
+    logged = next((r.facts["aux_layers"] for r in runs if "aux_layers" in r.facts), None)
+    if logged is None:
+        return
+    report.facts["aux_layers_logged"] = logged
+    if capture.aux_capture and list(logged) != list(capture.engine_layer_ids):
+        report.checks["capture"].append(
+            Finding(
+                code="CAPTURE_MODEL_DISAGREES",
+                severity=Severity.ERROR,
+                title=f"the engine's log says it captures layers {logged}; the kit predicts "
+                f"{capture.engine_layer_ids} for {capture.engine}",
+                evidence=(
+                    f"logged: Using auxiliary layers from speculative config: {tuple(logged)}",
+                    f"the kit's rule for {capture.engine}: {capture.engine_layer_ids}",
+                ),
+                fix="trust the log: the kit's capture table is wrong for this engine (a newer "
+                "release or a patched build); report the release and this line",
+                engine=capture.engine,
+            )
+        )
 
 
 def _acceptance(

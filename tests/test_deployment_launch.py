@@ -171,3 +171,29 @@ def test_vllm_serves_a_speculators_checkpoint_as_its_verifier(tmp_path):
 def test_engine_and_line_must_agree():
     with pytest.raises(KitError, match=r"--engine vllm==0\.11\.0 but the launch line starts"):
         read_served(SG, "vllm==0.11.0")
+
+
+@pytest.mark.parametrize(
+    ("flags", "loose"),
+    [
+        ("", False),
+        ("--speculative-accept-threshold-acc 1.0", False),
+        ("--speculative-accept-threshold-acc 0.5", True),
+        ("--speculative-accept-threshold-single 0.15", True),
+    ],
+    ids=["defaults", "acc-1.0", "acc-0.5", "single-0.15"],
+)
+def test_sglang_thresholds_below_one_are_loose_verification(flags, loose):
+    """SGLang accepts a drafted token when coin < p/threshold_acc or p >= threshold_single:
+    below 1.0 the logged acceptance is inflated and not comparable with offline figures."""
+    import kit
+
+    line = (
+        "python -m sglang.launch_server --model-path t --speculative-algorithm EAGLE3 "
+        f"--speculative-draft-model-path d --speculative-num-steps 4 {flags}"
+    )
+    report = kit.check_deployment(line, engine="sglang==0.5.10")
+    found = [f for f in report.findings if f.code == "LAUNCH_LOOSE_VERIFICATION"]
+    assert bool(found) is loose
+    if loose:
+        assert flags.split()[0] in found[0].evidence[0] and "sampling.cuh" in found[0].source

@@ -233,3 +233,40 @@ def test_doctor_reads_each_input_once(sample_dir, monkeypatch):
         "incident/launch.sh": 1,
     }
     assert headers == {"model.safetensors": 1}
+
+
+# vLLM 0.32.0's own lines (a run of the real engine on the bundled draft with its ids shifted):
+# the layers it captures, then one metrics window.
+VLLM_AUX_LINE = "(MainProcess pid=23765) INFO 12-02 00:13:17 [gpu_model_runner.py:5243] Using auxiliary layers from speculative config: (1, 3, 4)"
+VLLM_METRICS_LINE = "(MainProcess pid=23765) INFO 12-02 00:13:20 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 4.40, Accepted throughput: 1087.00 tokens/s, Drafted throughput: 1600.05 tokens/s, Accepted: 2320 tokens, Drafted: 3415 tokens, Per-position acceptance rate: 0.755, 0.713, 0.675, 0.652, 0.602, Avg Draft acceptance rate: 67.9%"
+
+
+@pytest.mark.parametrize(
+    ("logged", "disagrees"), [("(2, 4, 5)", False), ("(1, 3, 4)", True)], ids=["same", "other"]
+)
+def test_the_engines_logged_aux_layers_against_the_kits_prediction(tmp_path, logged, disagrees):
+    """vLLM logs the aux layers it captures when the config names them. The bundled draft names
+    [2, 4, 5]: a log saying so is a fact, quiet; a log saying other layers means the kit's
+    capture table is wrong for that engine, and doctor says so, naming both."""
+    log = tmp_path / "vllm.log"
+    log.write_text(VLLM_AUX_LINE.replace("(1, 3, 4)", logged) + "\n" + VLLM_METRICS_LINE + "\n")
+    report = diagnose(
+        PAIR / "draft", target_config=PAIR / "target", engine="vllm==0.32.0", logs=[log]
+    )
+    assert report.facts["aux_layers_logged"] == json.loads(
+        logged.replace("(", "[").replace(")", "]")
+    )
+    found = [f for f in report.findings if f.code == "CAPTURE_MODEL_DISAGREES"]
+    assert bool(found) is disagrees
+    if disagrees:
+        assert "[1, 3, 4]" in found[0].title and "[2, 4, 5]" in found[0].title
+
+
+def test_the_aux_layers_line_is_read_not_left_unread(tmp_path):
+    import kit
+
+    log = tmp_path / "vllm.log"
+    log.write_text(VLLM_AUX_LINE + "\n" + VLLM_METRICS_LINE + "\n")
+    (run,) = kit.analyze_logs([log]).runs
+    assert run.facts["aux_layers"] == [1, 3, 4] and run.window_count == 1
+    assert run.unparsed_lines == 0

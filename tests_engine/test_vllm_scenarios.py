@@ -135,9 +135,15 @@ def test_decoder_layer_skipped_root_cause(layer_skipped_engine):
 
 
 def test_aux_ids_shifted(tmp_path_factory, predict):
+    import kit
+
     draft, engine = engine_for(tmp_path_factory, drafts.aux_shifted)
     assert "(1, 3, 4)" in engine.log.read_text()  # vLLM's own line: the layers it captures
     agrees(predict(draft), engine)
+    # vLLM's own start-up line names the layers it captures: the kit's prediction, no dispute
+    report = kit.doctor(draft, engine=RELEASE, logs=[engine.log], target_config=TARGET)
+    assert report.facts["aux_layers_logged"] == [1, 3, 4]
+    assert "CAPTURE_MODEL_DISAGREES" not in {f.code for f in report.findings}
     # the config is the only record of training: only the weights, offline, tell the shift
     found = root_causes(draft, engine, target=TARGET, num_prompts=120)
     assert [f.code for f in found][:1] == ["AUX_IDS_SHIFTED"], found

@@ -169,6 +169,8 @@ class LineReader:
                 self.learned(line)
         else:  # start-up, warnings, access log, progress bars, tracebacks: no figure to read
             run.other_lines += 1
+            if (layers := vllm_log.aux_layers(line)) is not None:
+                run.facts["aux_layers"] = layers  # what the engine says it captures
 
 
 def add(run: LogRun, w: Window, sig: tuple, line: str) -> bool:

@@ -53,6 +53,19 @@ _LMDEPLOY_RATE = re.compile(r"Draft acceptance rate: \d+\.\d\d%")
 Signature = tuple[str, str, int | None]
 
 
+# The layers the target captures for an EAGLE-3 draft, when the draft config names them: vLLM's
+# own start-up line (0.32.0 v1/worker/gpu_model_runner.py:5241-5245; none for the default ids).
+_AUX_LAYERS = re.compile(r"Using auxiliary layers from speculative config: \(([\d,\s]*)\)")
+
+
+def aux_layers(line: str) -> list[int] | None:
+    """The aux layer ids vLLM says it captures, from its start-up line; None for another line."""
+    m = _AUX_LAYERS.search(line)
+    if m is None:
+        return None
+    return [int(i) for i in m.group(1).replace(",", " ").split()]
+
+
 class Garbled(Exception):
     """A spec-decode line whose figures cannot be read (cut off or mangled)."""
 

@@ -22,7 +22,13 @@ from kit.deployment.configs import Pair, config_findings
 from kit.deployment.draftkind import DraftKind, Kind, draft_kind
 from kit.deployment.lines import read_served
 from kit.deployment.served import Served, local_path
-from kit.deployment.serving import algorithm, chain, known_issues, launch_findings
+from kit.deployment.serving import (
+    algorithm,
+    chain,
+    known_issues,
+    launch_findings,
+    loose_verification,
+)
 from kit.engines import EngineRelease, parse_engine
 from kit.engines.serving import Method
 from kit.errors import KitError
@@ -141,6 +147,7 @@ def _serving_findings(
     kind = draft_kind(draft, draft_dir) if draft else Kind(DraftKind.UNKNOWN, "no draft config")
     multimodal = bool(target and (target.text_config_key or "vision_config" in target.raw))
     out = [*algorithm(served, kind), *chain(served, draft), *known_issues(served, multimodal)]
+    out += loose_verification(served)
     if draft and target and kind.kind is DraftKind.EAGLE3 and served.method is Method.EAGLE3:
         from kit.tracing.capture import (
             simulate_capture,  # can this release capture for this target?

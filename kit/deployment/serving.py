@@ -264,3 +264,41 @@ def known_issues(s: Served, multimodal_target: bool) -> list[Finding]:
             )
         )
     return out
+
+
+# SGLang verifies a drafted token d at a temperature by `coin < p(d) / threshold_acc or
+# p(d) >= threshold_single` (0.5.23 kernels/jit/include/sgl_kernel/speculative/sampling.cuh:64-99;
+# target-only since 0.4.4.post2 speculative/eagle_utils.py:357-380), both 1.0 by default
+# (0.5.10 server_args.py:500-501): then d is accepted with the target's own p(d).
+THRESHOLDS = ("speculative_accept_threshold_single", "speculative_accept_threshold_acc")
+
+
+def loose_verification(s: Served) -> list[Finding]:
+    """SGLang thresholds below 1.0: sampled requests accept drafted tokens the target would not
+    have sampled, so the server's acceptance is inflated and its text no longer the target's
+    distribution; the kit's offline figures assume the defaults."""
+    if s.engine != "sglang":
+        return []
+    loose = {d: s.arguments.value(d) for d in THRESHOLDS}
+    loose = {d: v for d, v in loose.items() if v is not None and float(v) < 1.0}
+    if not loose:
+        return []
+    return [
+        Finding(
+            code="LAUNCH_LOOSE_VERIFICATION",
+            severity=Severity.WARNING,
+            title="acceptance thresholds below 1.0: at a temperature the server accepts drafted "
+            "tokens its target would not have sampled",
+            evidence=(
+                *(f"--{d.replace('_', '-')} {v} (default 1.0)" for d, v in loose.items()),
+                "accepted when coin < p(d) / threshold_acc or p(d) >= threshold_single: the "
+                "accept length rises, the sampled text is no longer distributed as the target's",
+                "greedy requests are verified exactly; the kit's offline figures assume 1.0",
+            ),
+            fix="leave both thresholds at 1.0 to judge the draft; compare logged acceptance with "
+            "offline figures only at the defaults",
+            engine=str(s.release),
+            source="0.5.23 kernels/jit/include/sgl_kernel/speculative/sampling.cuh:64-99; "
+            "0.5.10 server_args.py:500-501",
+        )
+    ]
