@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.test_lab import lab_command  # the line `make lab` runs, as its own test reads it
+
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "kit-browser-test"
 START_TIMEOUT_S = 120
@@ -45,18 +47,6 @@ class Lab:
         request.add_header("Authorization", f"token {self.token}")
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read())
-
-
-def lab_command(*args: str) -> str:
-    """The shell command `make lab LAB_ARGS=…` runs (the venv's stamp target is not run)."""
-    out = subprocess.run(
-        ["make", "--no-print-directory", "-n", "lab", f"LAB_ARGS={' '.join(args)}"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.replace("\\\n", " ")
-    return next(line for line in out.splitlines() if "jupyter lab" in line)
 
 
 def _free_port() -> int:

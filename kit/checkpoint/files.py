@@ -263,15 +263,7 @@ def _open_index(index: Path) -> Checkpoint:
         files.append(shard_path)
         shard_tensors, _ = read_safetensors_header(shard_path)
         tensors.update(shard_tensors)
-    for name, shard in weight_map.items():
-        info = tensors.get(name)
-        if info is None or info.file.name != Path(shard).name:
-            raise KitError(
-                f"index maps {name!r} to {shard!r}, but that shard does not hold it", index
-            )
-    extra = set(tensors) - set(weight_map)
-    if extra:
-        raise KitError(f"shards hold tensors the index does not list: {sorted(extra)[:3]}", index)
+    _check_index(weight_map, tensors, index)
     return Checkpoint(folder, "sharded", files, tensors, _config_beside(folder))
 
 
@@ -292,7 +284,7 @@ def open_remote(source: hub.HubSource) -> Checkpoint:
                     source.where(index),
                 )
             tensors.update(_remote_header(source, shard)[0])
-        _check_index(source, weight_map, tensors)
+        _check_index(weight_map, tensors, source.where(INDEX_NAME))
         files = [source.folder / s for s in shards]
         return Checkpoint(source.folder, "sharded", files, tensors, config_path, source=source)
     if len(singles) == 1:
@@ -310,8 +302,9 @@ def _remote_header(source: hub.HubSource, name: str) -> tuple[dict, dict[str, st
     return tensors, meta
 
 
-def _check_index(source: hub.HubSource, weight_map: dict[str, str], tensors: dict) -> None:
-    where = source.where(INDEX_NAME)
+def _check_index(weight_map: dict[str, str], tensors: dict[str, TensorInfo], where: Path) -> None:
+    """Every tensor the index maps sits in the shard it names, and no shard holds one it omits
+    (on disk or on the Hub: `where` names the index in the error)."""
     for name, shard in weight_map.items():
         info = tensors.get(name)
         if info is None or info.file.name != Path(shard).name:

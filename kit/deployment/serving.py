@@ -279,8 +279,8 @@ def loose_verification(s: Served) -> list[Finding]:
     distribution; the kit's offline figures assume the defaults."""
     if s.engine != "sglang":
         return []
-    loose = {d: s.arguments.value(d) for d in THRESHOLDS}
-    loose = {d: v for d, v in loose.items() if v is not None and float(v) < 1.0}
+    given = {d: s.arguments.value(d) for d in THRESHOLDS}
+    loose = {d: v for d, v in given.items() if v is not None and float(v) < 1.0}
     if not loose:
         return []
     return [
