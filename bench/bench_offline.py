@@ -45,6 +45,15 @@ if case["mode"] == "baseline":
             target.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
                             max_new_tokens=24, min_new_tokens=24, do_sample=False,
                             eos_token_id=None, pad_token_id=0)
+elif case["mode"] == "second":
+    target = load_target(pair + "/target")
+    cpu = []
+    for args in ({}, case["args"]):  # healthy, then another wiring on the same loaded target
+        c = time.process_time()
+        evaluate(pair + "/target", pair + "/draft", target=target, progress=False,
+                 count_as="sglang==0.5.10", **args)
+        cpu.append(time.process_time() - c)
+    out.update(first_cpu_s=cpu[0], second_cpu_s=cpu[1])
 else:
     r = evaluate(pair + "/target", pair + "/draft", progress=False, count_as="sglang==0.5.10",
                  **case["args"]).result
@@ -93,6 +102,12 @@ def main() -> None:
         vs = f"{r['cpu_s'] / greedy['cpu_s']:.2f}" if name in GREEDY_OF else "–"
         print(f"| {name} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | "
               f"{r['cpu_s'] / base['cpu_s']:.2f} | {vs} | {r['peak_rss_mb']:.0f} | {al} |")  # fmt: skip
+    second = measure({"mode": "second", "args": INCIDENT})
+    print(
+        f"a second wiring (the incident's) on the loaded target: {second['second_cpu_s']:.2f} s "
+        f"CPU against {second['first_cpu_s']:.2f} s for the first (healthy): "
+        f"{second['second_cpu_s'] / second['first_cpu_s']:.2f}x, the target's text reused"
+    )
     iv = results["healthy, greedy"]
     share = iv["intervals_cpu_s"] / iv["cpu_s"]
     print("intervals (accept len + 5 positions, 2000 resamples over 300 prompts): "
