@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import shutil
+import weakref
 
 import pytest
 import torch
@@ -46,6 +49,26 @@ def test_a_device_map_spreads_the_target_and_gives_the_same_counts(prompts, sing
                 progress=False).result  # fmt: skip
     assert r.figures()["counts"] == single.figures()["counts"]
     assert r.settings.device == "cpu, target auto"
+
+
+def test_a_target_asked_for_again_is_the_one_loaded_until_its_files_change(tmp_path):
+    """A second `load_target` of an unchanged folder, while the first model is alive, is that
+    model (so its continuations are reused); a rewritten file, or another placement, loads anew;
+    a dropped target is freed, not kept alive by the kit."""
+    folder = tmp_path / "target"
+    shutil.copytree(TARGET, folder)
+    first = load_target(folder)
+    assert load_target(str(folder)) is first
+    assert load_target(folder, device_map="auto") is not first
+    weights = folder / "model.safetensors"
+    st = weights.stat()
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # retrained in place
+    again = load_target(folder)
+    assert again is not first
+    alive = weakref.ref(again)
+    del first, again
+    gc.collect()
+    assert alive() is None
 
 
 def test_peak_memory_is_reported(single):

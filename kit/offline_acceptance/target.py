@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import resource
 import sys
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -41,17 +42,41 @@ def check_device(device: str) -> None:
         raise KitError(f"device {device!r}: this torch build sees no CUDA device; use cpu")
 
 
+# Targets loaded in this process, while something still holds them: a notebook re-run, or
+# `doctor` beside an offline matrix, gets the model it already has (and with it the target's
+# cached continuations, measure.continued) instead of a second copy. Weak, so a dropped target
+# is freed as before; keyed by the folder's files as they are on disk, so a retrained target
+# written to the same folder is loaded anew.
+_LOADED: weakref.WeakValueDictionary[tuple, Any] = weakref.WeakValueDictionary()
+
+
 def load_target(
     target_dir: str | Path, device: str = "cpu", device_map: DeviceMap | str | None = None
 ):
     """A transformers causal LM in eval mode: float32 on CPU, its own dtype on a GPU, or spread
-    over every visible device (`device_map`, needs accelerate)."""
-    from transformers import AutoModelForCausalLM
-
+    over every visible device (`device_map`, needs accelerate). The same folder, unchanged,
+    asked for again while the first model is alive, is that model."""
     check_device(device)
     p = Path(target_dir)
     if not (p / "config.json").is_file():
         raise KitError("not a transformers model folder (no config.json)", p)
+    key = (_on_disk(p), device, None if device_map is None else str(DeviceMap(device_map)))
+    model = _LOADED.get(key)
+    if model is None:
+        model = _LOADED[key] = _from_pretrained(p, device, device_map)
+    return model
+
+
+def _on_disk(folder: Path) -> tuple:
+    """The folder and each file's name, size and modification time: what a rewrite changes."""
+    root = folder.resolve()
+    stats = [(f.name, f.stat()) for f in sorted(root.iterdir()) if f.is_file()]
+    return (root, *((name, st.st_size, st.st_mtime_ns) for name, st in stats))
+
+
+def _from_pretrained(p: Path, device: str, device_map: DeviceMap | str | None):
+    from transformers import AutoModelForCausalLM
+
     placement: dict[str, Any] = {}
     if device_map is not None:
         placement["device_map"] = str(DeviceMap(device_map))
