@@ -279,13 +279,19 @@ def test_prompts_given_as_objects_are_checked_too(target):
         (["--top-p", "0"], "top_p must be in (0, 1]"),
         (["--no-aux-capture"], "--no-aux-capture needs --engine"),
         (["--matrix", "--no-d2t"], "--matrix runs its own wirings"),
+        (["--engine", "vllm"], "'vllm' has no version"),
+        (["--count-as", "sglang==0.4.0"], "sglang 0.4.0 is outside the supported range"),
         (
             ["--engine", "sglang==0.5.10", "--prompt-format", "chat", "--prompts", "missing.jsonl"],
             "cannot read prompts",
         ),
     ],
 )
-def test_cli_bad_option_is_one_line_before_any_work(capsys, args, message):
+def test_cli_bad_option_is_one_line_before_any_work(capsys, monkeypatch, args, message):
+    def no_work(*_args, **_kw):
+        pytest.fail("the target was loaded before the bad option was refused")
+
+    monkeypatch.setattr("kit.offline_acceptance.target.load_target", no_work)
     code = main(["offline", "--target", str(TARGET), "--draft", str(DRAFT), *args])
     captured = capsys.readouterr()
     err = captured.err.strip().splitlines()

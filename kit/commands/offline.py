@@ -105,9 +105,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kit.checkpoint.config import load_target_config
     from kit.checkpoint.hub import require_local
     from kit.offline_acceptance import Options, fault_matrix, healthy, judge
     from kit.offline_acceptance.target import load_target
+    from kit.offline_acceptance.wiring import check_aux_layers
 
     require_local(args.target, args.draft)
     if args.no_aux_capture and not args.engine:
@@ -127,9 +129,13 @@ def run(args: argparse.Namespace) -> int:
         "progress": not args.json,
     }
     Options(**options)  # every option checked before the target loads
+    target_cfg = load_target_config(args.target)
+    if args.aux_layers:
+        check_aux_layers(args.aux_layers, target_cfg)
+    prompts = _prompts(args, target_cfg.vocab_size)
     if args.backend:
-        return _backend(args, options)
-    common = {"prompts": _prompts(args), **options}
+        return _backend(args, options, prompts)
+    common = {"prompts": prompts, **options}
     common["target"] = load_target(args.target, args.device, args.device_map)
     if args.matrix:
         rows = fault_matrix(
@@ -151,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     return _report(args, rows, "matrix" if args.matrix else "rows", gated)
 
 
-def _backend(args: argparse.Namespace, options: dict) -> int:
+def _backend(args: argparse.Namespace, options: dict, prompts: list) -> int:
     """Healthy, the kit's prediction for the installed engine, and the engine's own figures."""
     from kit.offline_acceptance.vllm_backend import installed_release, rows_in_vllm
 
@@ -164,7 +170,7 @@ def _backend(args: argparse.Namespace, options: dict) -> int:
         args.engine,
         aux_capture=False if args.no_aux_capture else None,
         target_class=args.target_class,
-        prompts=_prompts(args),
+        prompts=prompts,
         tensor_parallel_size=args.tensor_parallel_size,
         engine_dtype=args.engine_dtype,
         engine_log=args.engine_log,
@@ -206,17 +212,16 @@ def _deployment_row(args: argparse.Namespace, common: dict):
     )
 
 
-def _prompts(args: argparse.Namespace):
-    """The prompt file (or the one beside the target), cut to `--num-prompts` when given."""
-    if not args.num_prompts:
-        return args.prompts
+def _prompts(args: argparse.Namespace, vocab_size: int) -> list:
+    """The prompt file (or the one beside the target), every id checked against the target's
+    vocabulary before it loads, cut to `--num-prompts` when given."""
     from pathlib import Path
 
     from kit.offline_acceptance import load_prompts
     from kit.offline_acceptance.prompts import default_prompts_file
 
     path = args.prompts or default_prompts_file(Path(args.target))
-    return load_prompts(path)[: args.num_prompts]
+    return load_prompts(path, vocab_size)[: args.num_prompts or None]
 
 
 def _print(rows) -> None:

@@ -72,6 +72,10 @@ def _draft_config(path: str):
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
+    from kit.engines import parse_engine
+
+    parse_engine(args.engine)  # a bad release is one line before torch is imported
+
     from kit.checkpoint.config import load_target_config
     from kit.findings import dumps
     from kit.schema import stamped

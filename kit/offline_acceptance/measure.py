@@ -110,6 +110,9 @@ class Options:
         for bad, message in problems:
             if bad:
                 raise KitError(message)
+        check_device(self.device)  # each a line before the target loads
+        if self.count_as is not None:
+            parse_engine(self.count_as)
         try:
             object.__setattr__(self, "prompt_format", PromptFormat(self.prompt_format))
             if self.device_map is not None:
@@ -144,7 +147,6 @@ def evaluate(
     """
     opts = Options(**options)
     target_dir, draft_dir = Path(target_dir), Path(draft_dir)
-    check_device(opts.device)
     counting = stop_counting(opts.count_as or engine or HEALTHY_RELEASE)
     target_cfg = load_target_config(target_dir)
     given = resolve_prompts(prompts, target_dir, target_cfg.vocab_size)

@@ -196,14 +196,17 @@ def empty_params(load: LoadReport) -> tuple[str, ...]:
     )
 
 
+def check_aux_layers(aux_layers: Sequence[int], target_cfg: TargetConfig) -> None:
+    """Layers the target has, or one clear error (read off its config, before it loads)."""
+    n = target_cfg.num_hidden_layers
+    if any(not 0 <= i < n for i in aux_layers):
+        raise KitError(f"aux layers {list(aux_layers)} outside 0 … {n - 1} for a {n}-layer target")
+
+
 def _what_if(wiring: Wiring, target_cfg: TargetConfig, aux_layers: Sequence[int] | None) -> Wiring:
     changes = []
     if aux_layers is not None:
-        n = target_cfg.num_hidden_layers
-        if any(not 0 <= i < n for i in aux_layers):
-            raise KitError(
-                f"aux layers {list(aux_layers)} outside 0 … {n - 1} for a {n}-layer target"
-            )
+        check_aux_layers(aux_layers, target_cfg)
         wiring = replace(wiring, feeds=Feed.AUX_CONCAT, layers=tuple(aux_layers))
         changes.append(f"target states {list(aux_layers)} fed instead")
     if not wiring.use_d2t:
