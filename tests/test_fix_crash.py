@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -85,6 +86,23 @@ def fix_cmd(src: Path, dest: Path) -> list[str]:
             "--out", str(dest)]  # fmt: skip
 
 
+def kill_at(
+    cmd: list[str], rng: random.Random, full: float, landmark: Callable[[], bool], window: float
+) -> None:
+    """Start `cmd`, SIGKILL it at a seeded time: anywhere in the run (`full` is how long a whole
+    run took), or, on half the draws, within `window` seconds of `landmark` becoming true. A time
+    alone can miss a phase when the machine is busier while `full` is measured than after."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if rng.random() < 0.5:
+        while not landmark() and proc.poll() is None:
+            pass
+        time.sleep(rng.uniform(0.0, window))
+    else:
+        time.sleep(rng.uniform(0.0, full * 1.1))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+
+
 def test_sigkill_never_corrupts(tmp_path):
     src = tmp_path / "src"
     make_checkpoint(src)
@@ -100,15 +118,14 @@ def test_sigkill_never_corrupts(tmp_path):
     assert tensor_digests(work / "full") == expected
     shutil.rmtree(work / "full")
 
+    def staging() -> bool:  # the run has started writing: its staging folder is there
+        return any(p.name.endswith(".tmp") for p in work.iterdir())
+
     rng = random.Random(20261130)
     landed = {"absent": 0, "complete": 0, "mid_write": 0}
     for i in range(KILLS):
         dest = work / f"out{i}"
-        proc = subprocess.Popen(fix_cmd(src, dest), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)  # fmt: skip
-        time.sleep(rng.uniform(0.0, full * 1.1))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+        kill_at(fix_cmd(src, dest), rng, full, staging, window=0.05)
 
         stale = [p for p in work.iterdir() if p.name.endswith(".tmp")]
         landed["mid_write"] += bool(stale)
@@ -148,21 +165,6 @@ def split(blob: bytes) -> tuple[bytes, bytes]:
     return blob[: 8 + n], blob[8 + n :]
 
 
-def kill_at(cmd: list[str], folder: Path, rng: random.Random, full: float, at_record: bool):
-    """Start `cmd`, SIGKILL it at a seeded time: anywhere in the run, or within 3 ms of the
-    undo record landing (the window in which the header is written)."""
-    record = folder / "model.safetensors.fix-undo.json"
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if at_record:
-        while not record.exists() and proc.poll() is None:
-            pass
-        time.sleep(rng.uniform(0.0, 0.003))
-    else:
-        time.sleep(rng.uniform(0.0, full * 1.1))
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-
-
 def test_sigkill_in_place_header_fix_loads_as_before_or_after(tmp_path):
     src = tmp_path / "src"
     make_checkpoint(src)
@@ -181,9 +183,10 @@ def test_sigkill_in_place_header_fix_loads_as_before_or_after(tmp_path):
     work = tmp_path / "work"
     shutil.copytree(src, work)
     rng = random.Random(20261201)
+    record = work / "model.safetensors.fix-undo.json"  # lands just before the header is written
     landed = {"before": 0, "after": 0}
     for i in range(HEADER_KILLS):
-        kill_at(in_place_cmd(work, *fix), work, rng, full, at_record=i % 2 == 1)
+        kill_at(in_place_cmd(work, *fix), rng, full, record.exists, window=0.003)
         now = files(work, temporaries=False)
         head, rest = split(now["model.safetensors"])
         assert rest == data, f"kill {i}: tensor bytes changed"
