@@ -129,9 +129,10 @@ def diagnose(
         _logged_layers(report, runs, capture)
     remote = [p for p in (draft, target) if is_remote(p)]
     if target is not None and opened is not None and opened.checkpoint is not None and not remote:
-        draft = opened.path
         k = num_draft_tokens - 1 if num_draft_tokens and num_draft_tokens > 1 else None
-        findings, facts = offline(draft, target, release, aux_capture, num_prompts, target_class, k)
+        findings, facts = offline(
+            opened, target, release, aux_capture, num_prompts, target_class, k
+        )
         report.checks["offline"] = reconcile(findings, server_ran=ran)
         report.facts.update(facts)
         if expected_accept_len is None:
@@ -291,7 +292,7 @@ def _against(logged: float | None, ci: list[float]) -> str:
 
 
 def offline(
-    draft: Path,
+    draft: Draft,
     target: str | Path,
     release: Any,
     aux_capture: bool | None,

@@ -235,6 +235,58 @@ def test_doctor_reads_each_input_once(sample_dir, monkeypatch):
     assert headers == {"model.safetensors": 1}
 
 
+def test_doctor_with_a_target_opens_the_draft_once_for_every_offline_row(monkeypatch):
+    """With a target, doctor measures several rows (healthy, as deployed, the aux-id shifts, the
+    chat template): each takes the draft opened once, so its config.json and header are read
+    once for the command, and each row's module reads every tensor through one handle (where
+    every row re-read the config and opened the file once per tensor: 22 and 76 times)."""
+    import builtins
+    import io
+    from collections import Counter
+    from pathlib import Path
+
+    import safetensors
+
+    import kit.offline_acceptance.measure as measure
+    from kit.checkpoint import files
+
+    opened: Counter[str] = Counter()
+    real_open, real_safe_open, real_measure = io.open, safetensors.safe_open, measure.measure
+    handles: Counter[str] = Counter()
+    rows: list[str] = []
+
+    def counting(file, *args, **kwargs):
+        if isinstance(file, str | Path) and Path(file).resolve().is_relative_to(DATA):
+            opened[Path(file).resolve().relative_to(DATA).as_posix()] += 1
+        return real_open(file, *args, **kwargs)
+
+    def counting_safe_open(file, *args, **kwargs):
+        handles[Path(file).resolve().relative_to(DATA).as_posix()] += 1
+        return real_safe_open(file, *args, **kwargs)
+
+    def counting_measure(*args, **kwargs):
+        rows.append(args[2].release)
+        return real_measure(*args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting)
+    monkeypatch.setattr(io, "open", counting)
+    monkeypatch.setattr(safetensors, "safe_open", counting_safe_open)
+    monkeypatch.setattr(measure, "measure", counting_measure)
+    headers: Counter[str] = Counter()
+    real_header = files._read_header
+    monkeypatch.setattr(files, "_read_header", lambda f: headers.update([f.name]) or real_header(f))
+    report = diagnose(
+        PAIR / "draft", target=PAIR / "target", target_config=PAIR / "target",
+        engine="vllm==0.32.0", num_prompts=20,
+    )  # fmt: skip
+    assert "offline" in report.checks and len(rows) >= 4
+    assert opened["pair/draft/config.json"] == 1
+    # the header, the inspection's sampled values, the deployment check's d2t: one handle each
+    assert opened["pair/draft/model.safetensors"] == 3
+    assert headers == {"model.safetensors": 1}
+    assert handles["pair/draft/model.safetensors"] == len(rows)
+
+
 # vLLM 0.32.0's own lines (a run of the real engine on the bundled draft with its ids shifted):
 # the layers it captures, then one metrics window.
 VLLM_AUX_LINE = "(MainProcess pid=23765) INFO 12-02 00:13:17 [gpu_model_runner.py:5243] Using auxiliary layers from speculative config: (1, 3, 4)"

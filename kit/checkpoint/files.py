@@ -15,8 +15,8 @@ import json
 import math
 import re
 import struct
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -66,15 +66,34 @@ class Checkpoint:
 
     def read_tensor(self, name: str):
         """The tensor's values as a torch tensor (bytes are read now, one tensor at a time)."""
+        with self.tensor_reader() as read:
+            return read(name)
+
+    @contextmanager
+    def tensor_reader(self) -> Iterator[Callable[[str], Any]]:
+        """`read_tensor` for a block of reads (a module's whole state): each safetensors file
+        opened once for all of them, not once per tensor."""
+        if self.kind == "pickle" or self.source is not None:
+            yield self._read_apart
+            return
+        from safetensors import safe_open
+
+        with ExitStack() as stack:
+            handles: dict[Path, Any] = {}
+
+            def read(name: str):
+                file = self.tensors[name].file
+                if file not in handles:
+                    handles[file] = stack.enter_context(safe_open(str(file), framework="pt"))
+                return handles[file].get_tensor(name)
+
+            yield read
+
+    def _read_apart(self, name: str):
         info = self.tensors[name]
         if self.kind == "pickle":
             return _load_pickle(info.file)[name]
-        if self.source is not None and info.offsets is not None:
-            return _remote_tensor(self.source, info)
-        from safetensors import safe_open
-
-        with safe_open(str(info.file), framework="pt") as f:
-            return f.get_tensor(name)
+        return _remote_tensor(self.source, info)
 
 
 def _remote_tensor(source: hub.HubSource, info: TensorInfo):

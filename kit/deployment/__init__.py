@@ -18,6 +18,7 @@ from typing import Any
 from kit.acceptance.model import NEAR_ZERO_ACCEPT_LEN
 from kit.checkpoint.config import DraftConfig, TargetConfig, load_draft_config, load_target_config
 from kit.checkpoint.draft import Draft
+from kit.checkpoint.files import Checkpoint
 from kit.deployment.configs import Pair, config_findings
 from kit.deployment.draftkind import DraftKind, Kind, draft_kind
 from kit.deployment.lines import read_served
@@ -93,8 +94,9 @@ def check(
         report.findings += _serving_findings(served, draft_cfg, target_cfg, draft_dir)
     elif not served:
         report.skipped["launch"] = "no launch line given"
+    weights = draft.checkpoint if isinstance(draft, Draft) and draft.checkpoint else draft_dir
     report.findings += _tokenizer_findings(
-        served, draft_cfg, draft_dir, target_dir, train_tokenizer, served_tokenizer, report
+        served, draft_cfg, weights, target_dir, train_tokenizer, served_tokenizer, report
     )
     report.findings = _with_acceptance(report.findings, accept_len)
     return report
@@ -160,7 +162,7 @@ def _serving_findings(
 def _tokenizer_findings(
     served: Served | None,
     draft: DraftConfig | None,
-    draft_dir: Path | None,
+    weights: Path | Checkpoint | None,
     target_dir: Path | None,
     train: str | Path | None,
     served_tok: str | Path | None,
@@ -178,10 +180,11 @@ def _tokenizer_findings(
     reduced = bool(draft and draft.draft_vocab_size and draft.draft_vocab_size < draft.vocab_size)
     from kit.checkpoint.hub import is_remote
 
-    has_d2t = (
-        reduced
-        and draft_dir is not None
-        and (any(draft_dir.glob("*.safetensors")) or is_remote(draft_dir))
+    has_d2t = reduced and (  # safetensors only: a pickle is never unpickled for this
+        (isinstance(weights, Checkpoint) and weights.kind != "pickle")
+        or (
+            isinstance(weights, Path) and (any(weights.glob("*.safetensors")) or is_remote(weights))
+        )
     )
     if train is None:
         report.skipped["chat template"] = "no --train-tokenizer given"
@@ -204,8 +207,8 @@ def _tokenizer_findings(
         if not has_tokenizer(Path(train)):
             raise KitError("no tokenizer files (tokenizer.json, tokenizer_config.json)", train)
         out += template_findings(load_template(Path(train)), served_t)
-    if has_d2t and draft and draft_dir:
-        out += unreachable_findings(served_t, draft, draft_dir)
+    if has_d2t and draft and weights is not None:
+        out += unreachable_findings(served_t, draft, weights)
     return out
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.checkpoint.config import DraftConfig
+from kit.checkpoint.files import Checkpoint, open_checkpoint, read_array
 from kit.deployment.served import local_path
 from kit.errors import KitError
 from kit.findings import Finding, Severity
@@ -149,35 +150,23 @@ def template_findings(train: Template, served: Template) -> list[Finding]:
     ]
 
 
-def read_d2t(folder: Path) -> Any | None:
-    """The draft's d2t offsets (numpy), read from its safetensors files; None when absent."""
-    from safetensors import SafetensorError, safe_open
-
-    from kit.checkpoint.hub import is_remote
-
-    if is_remote(folder):  # a Hub draft: d2t alone, by range
-        from kit.checkpoint.files import open_checkpoint
-
-        ck = open_checkpoint(folder)
-        name = next((n for n in ("d2t", "model.d2t") if n in ck.tensors), None)
-        return ck.read_tensor(name).numpy() if name else None
-    for path in sorted(folder.glob("*.safetensors")):
-        try:
-            with safe_open(str(path), framework="numpy") as f:
-                for name in ("d2t", "model.d2t"):
-                    if name in f.keys():  # noqa: SIM118 (a safe_open handle, not a dict)
-                        return f.get_tensor(name)
-        except (SafetensorError, OSError) as e:
-            raise KitError(f"cannot read the draft's d2t ({e})", path) from None
-    return None
+def read_d2t(weights: Path | Checkpoint) -> Any | None:
+    """The draft's d2t offsets (numpy), from the checkpoint already opened or its folder (on
+    disk or by range from the Hub); None when it has none."""
+    ck = weights if isinstance(weights, Checkpoint) else open_checkpoint(weights)
+    name = next((n for n in ("d2t", "model.d2t") if n in ck.tensors), None)
+    return read_array(ck, name) if name else None
 
 
-def unreachable_findings(served: Template, draft: DraftConfig, folder: Path) -> list[Finding]:
+def unreachable_findings(
+    served: Template, draft: DraftConfig, weights: Path | Checkpoint
+) -> list[Finding]:
     """Template tokens (role markers, end of turn, EOS) outside the draft vocabulary: the draft
     can never propose them, so every turn boundary ends its chain."""
     if not draft.draft_vocab_size or draft.draft_vocab_size >= draft.vocab_size:
         return []
-    d2t = read_d2t(folder)
+    d2t = read_d2t(weights)
+    where = weights.folder if isinstance(weights, Checkpoint) else weights
     if d2t is None or not served.rendered:
         return []
     reachable = {int(i) + int(o) for i, o in enumerate(d2t.reshape(-1).tolist())}
@@ -201,7 +190,7 @@ def unreachable_findings(served: Template, draft: DraftConfig, folder: Path) -> 
             f"{draft.draft_vocab_size}-token vocabulary: it can never propose them",
             evidence=(
                 "not in d2t's targets: " + ", ".join(names),
-                f"draft vocabulary {len(reachable)} target ids (d2t in {folder})",
+                f"draft vocabulary {len(reachable)} target ids (d2t in {where})",
                 f"template from {served.source}",
             ),
             fix="rebuild the draft vocabulary (d2t / t2d) with the template's special tokens "

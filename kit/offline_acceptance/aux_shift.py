@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kit.checkpoint.config import load_draft_config
+from kit.checkpoint.draft import Draft, open_draft
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 from kit.offline_acceptance.deployment import healthy
@@ -24,7 +24,7 @@ SHIFTS = (-1, 1)
 
 
 def aux_shift_finding(
-    target_dir: str | Path, draft_dir: str | Path, reference: OfflineRow, **kw
+    target_dir: str | Path, draft: str | Path | Draft, reference: OfflineRow, **kw
 ) -> Finding | None:
     """AUX_IDS_SHIFTED when the draft accepts more, beyond the prompts' noise, with its aux ids
     shifted by one than with its config's; None otherwise (or for a draft fed no aux states)."""
@@ -36,7 +36,7 @@ def aux_shift_finding(
     for shift in SHIFTS:
         layers = [i + shift for i in reference.wiring.layers]
         try:
-            row = healthy(target_dir, draft_dir, aux_layers=layers, **kw)
+            row = healthy(target_dir, draft, aux_layers=layers, **kw)
         except KitError:  # past the first or last layer: no such neighbour
             continue
         if row.result is None:
@@ -48,11 +48,11 @@ def aux_shift_finding(
             and (best is None or c.difference > best[1].difference)
         ):
             best = (shift, c)
-    return None if best is None else _finding(draft_dir, *best)
+    return None if best is None else _finding(draft, *best)
 
 
-def _finding(draft_dir: str | Path, shift: int, c: Comparison) -> Finding:
-    ids = load_draft_config(draft_dir).aux_layer_ids
+def _finding(draft: str | Path | Draft, shift: int, c: Comparison) -> Finding:
+    ids = open_draft(draft, weights=True).draft_config.aux_layer_ids
     named = f"{ids}" if ids else "the engine's default ids"
     better = [i + shift for i in ids] if ids else None
     return Finding(

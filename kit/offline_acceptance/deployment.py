@@ -22,8 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kit.checkpoint.config import load_draft_config
-from kit.checkpoint.files import open_checkpoint
+from kit.checkpoint.draft import Draft, open_draft
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 from kit.offline_acceptance.intervals import Comparison
@@ -33,14 +32,14 @@ from kit.offline_acceptance.result import OfflineRow, compare
 from kit.offline_acceptance.target import load_target
 
 
-def healthy(target_dir: str | Path, draft_dir: str | Path, **kw) -> OfflineRow:
+def healthy(target_dir: str | Path, draft: str | Path | Draft, **kw) -> OfflineRow:
     """The healthy wiring's row (label "healthy"); `kw` as `evaluate`'s."""
-    return evaluate(target_dir, draft_dir, None, label="healthy", **kw)
+    return evaluate(target_dir, draft, None, label="healthy", **kw)
 
 
 def as_deployed(
     target_dir: str | Path,
-    draft_dir: str | Path,
+    draft: str | Path | Draft,
     engine: str,
     *,
     aux_capture: bool | None = None,
@@ -53,7 +52,7 @@ def as_deployed(
     otherwise; `against` (a healthy row counted the same way) adds the comparison."""
     kw.setdefault("count_as", engine)
     row = evaluate(
-        target_dir, draft_dir, engine, aux_capture=aux_capture, target_class=target_class, **kw
+        target_dir, draft, engine, aux_capture=aux_capture, target_class=target_class, **kw
     )
     row.label = f"as deployed: {default_label(row.wiring)}"
     if against is not None:
@@ -97,7 +96,7 @@ def _below_healthy(row: OfflineRow, c: Comparison) -> Finding:
 
 def fault_matrix(
     target_dir: str | Path,
-    draft_dir: str | Path,
+    draft: str | Path | Draft,
     release: str = "sglang==0.5.10",
     *,
     target_class: str | None = None,
@@ -116,13 +115,14 @@ def fault_matrix(
     if target is None:
         target = load_target(target_dir, opts.device, opts.device_map)
     common = {"prompts": prompts, "target": target, **options}
-    reference = healthy_row or healthy(target_dir, draft_dir, **common)
+    opened = open_draft(draft, weights=True)  # once, for every row
+    reference = healthy_row or healthy(target_dir, opened, **common)
     rows = [reference]
 
-    def add(label: str, draft: str | Path, aux_capture: bool) -> None:
+    def add(label: str, wired: Path | Draft, aux_capture: bool) -> None:
         row = evaluate(
             target_dir,
-            draft,
+            wired,
             release,
             aux_capture=aux_capture,
             target_class=target_class,
@@ -132,9 +132,9 @@ def fault_matrix(
         judge(row, reference)
         rows.append(row)
 
-    add(f"{release}, aux capture off", draft_dir, False)
-    add(f"{release}, aux capture on", draft_dir, True)
-    with fixed_draft(draft_dir, release) as fixed:
+    add(f"{release}, aux capture off", opened, False)
+    add(f"{release}, aux capture on", opened, True)
+    with fixed_draft(opened, release) as fixed:
         if isinstance(fixed, OfflineRow):
             rows.append(fixed)
         elif fixed is not None:
@@ -146,16 +146,17 @@ def fault_matrix(
 
 @contextmanager
 def fixed_draft(
-    draft_dir: str | Path, release: str
+    draft: str | Path | Draft, release: str
 ) -> Iterator[tuple[Path, str] | OfflineRow | None]:
     """The draft as `kit fix --engine release` writes it, in a temporary folder for the block,
     with what the fix changed; None when the release loads the draft as it is; a FIX_REFUSED
     row when the kit cannot write a fix."""
     from kit.load.rewrite import plan_fix, write_fixed
 
-    ck = open_checkpoint(draft_dir)
+    opened = open_draft(draft, weights=True)
+    ck = opened.checkpoint
     try:
-        plan = plan_fix(ck, load_draft_config(draft_dir), release)
+        plan = plan_fix(ck, opened.draft_config, release)
     except KitError as e:
         yield OfflineRow(f"{release} after kit fix", None, crash=_no_fix(release, e))
         return
@@ -169,7 +170,7 @@ def fixed_draft(
 
 def as_fixed(
     target_dir: str | Path,
-    draft_dir: str | Path,
+    draft: str | Path | Draft,
     engine: str,
     *,
     against: OfflineRow | None = None,
@@ -177,7 +178,7 @@ def as_fixed(
 ) -> OfflineRow | None:
     """The deployment's row after `kit fix --engine engine` (`kw` as `as_deployed`'s): what the
     fix buys; None when the release loads the draft as it is."""
-    with fixed_draft(draft_dir, engine) as fixed:
+    with fixed_draft(draft, engine) as fixed:
         if fixed is None or isinstance(fixed, OfflineRow):
             return fixed
         path, what = fixed
@@ -198,7 +199,7 @@ def _no_fix(release: str, e: KitError) -> Finding:
 
 def prompt_format_gap(
     target_dir: str | Path,
-    draft_dir: str | Path,
+    draft: str | Path | Draft,
     *,
     raw: OfflineRow | None = None,
     **kw,
@@ -207,8 +208,8 @@ def prompt_format_gap(
     against raw); `raw` reuses a healthy row already measured on raw prompts. None when a row
     has no figure."""
     kw.pop("prompt_format", None)
-    raw = raw or healthy(target_dir, draft_dir, prompt_format=PromptFormat.RAW, **kw)
-    chat = healthy(target_dir, draft_dir, prompt_format=PromptFormat.CHAT, **kw)
+    raw = raw or healthy(target_dir, draft, prompt_format=PromptFormat.RAW, **kw)
+    chat = healthy(target_dir, draft, prompt_format=PromptFormat.CHAT, **kw)
     if raw.result is None or chat.result is None:
         return None
     return compare(raw.result, chat.result, "raw prompts", "chat-template prompts")

@@ -37,8 +37,8 @@ from typing import Any
 
 import torch
 
-from kit.checkpoint.config import load_draft_config, load_target_config
-from kit.checkpoint.files import open_checkpoint
+from kit.checkpoint.config import load_target_config
+from kit.checkpoint.draft import Draft, open_draft
 from kit.checkpoint.inspection import check_pair
 from kit.engines import ENGINES, EngineRelease, Row, VersionRange, parse_engine, pick
 from kit.engines.base import DraftProposal
@@ -127,7 +127,7 @@ class Options:
 
 def evaluate(
     target_dir: str | Path,
-    draft_dir: str | Path,
+    draft: str | Path | Draft,
     engine: str | None = None,
     *,
     aux_capture: bool | None = None,
@@ -139,23 +139,24 @@ def evaluate(
     label: str | None = None,
     **options,
 ) -> OfflineRow:
-    """Offline acceptance of `draft_dir` on `target_dir`, wired as `engine` wires it for the
+    """Offline acceptance of `draft` on `target_dir`, wired as `engine` wires it for the
     target class (None: the healthy wiring), with the what-ifs given; `options` are `Options`.
 
+    `draft`: its folder, or the draft opened once (`open_draft`) for every row of a command.
     `prompts`: objects, a JSONL file, or None for `prompts.jsonl` beside the target. `target`: a
     loaded target model to reuse across rows.
     """
     opts = Options(**options)
-    target_dir, draft_dir = Path(target_dir), Path(draft_dir)
+    target_dir, opened = Path(target_dir), open_draft(draft, weights=True)
     counting = stop_counting(opts.count_as or engine or HEALTHY_RELEASE)
     target_cfg = load_target_config(target_dir)
     given = resolve_prompts(prompts, target_dir, target_cfg.vocab_size)
     sent = given
     if opts.prompt_format == PromptFormat.CHAT:
         sent = chat_prompts(given, target_dir, target_cfg.vocab_size)
-    draft_cfg = load_draft_config(draft_dir)
+    draft_cfg = opened.draft_config
     plan = plan_wiring(
-        open_checkpoint(draft_dir),
+        opened.checkpoint,
         draft_cfg,
         target_cfg,
         engine,
@@ -171,9 +172,9 @@ def evaluate(
     with _threads(opts.threads):
         if target is None:
             target = load_target(target_dir, opts.device, opts.device_map)
-        draft = load_draft(draft_dir, plan, target, opts.device)
+        module = load_draft(opened, plan, target, opts.device)
         key = hash(tuple(tuple(p.ids) for p in given))  # chat-rendered or raw: same prompts
-        result = measure(target, draft, plan.wiring, sent, opts, counting, key, label)
+        result = measure(target, module, plan.wiring, sent, opts, counting, key, label)
     result.findings = [*findings, verdict(result)]
     return OfflineRow(label, result.wiring, result, findings=list(result.findings))
 

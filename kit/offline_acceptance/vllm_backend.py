@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.checkpoint.config import load_target_config
+from kit.checkpoint.draft import open_draft
 from kit.engines import parse_engine
 from kit.engines.vllm.acceptance import CPU_TEMPERATURES_UNWRITTEN
 from kit.errors import KitError
@@ -425,13 +426,14 @@ def rows_in_vllm(
     if target is None:
         target = load_target(target_dir, opts.device, opts.device_map)
     common = {"prompts": prompts, "target": target, **options}
-    reference = healthy(target_dir, draft_dir, **common)
+    opened = open_draft(draft_dir, weights=True)  # once, for the kit's rows
+    reference = healthy(target_dir, opened, **common)
     predicted = as_deployed(
-        target_dir, draft_dir, release, aux_capture=aux_capture, target_class=target_class,
+        target_dir, opened, release, aux_capture=aux_capture, target_class=target_class,
         against=reference, **common,
     )  # fmt: skip
     fixed = as_fixed(
-        target_dir, draft_dir, release, aux_capture=aux_capture, target_class=target_class,
+        target_dir, opened, release, aux_capture=aux_capture, target_class=target_class,
         against=reference, **common,
     )  # fmt: skip
     kit_rows = [reference, predicted] + ([fixed] if fixed is not None else [])

@@ -24,8 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kit.checkpoint.config import DraftConfig, TargetConfig, load_draft_config
-from kit.checkpoint.files import Checkpoint, open_checkpoint
+from kit.checkpoint.config import DraftConfig, TargetConfig
+from kit.checkpoint.draft import Draft, open_draft
+from kit.checkpoint.files import Checkpoint
 from kit.checkpoint.hub import require_local
 from kit.engines import EngineRelease, all_releases, parse_engine
 from kit.engines.aux_ids import aux_flag_key, trained_layers
@@ -228,12 +229,14 @@ def _load_crash(load: LoadReport) -> Finding:
     )
 
 
-def load_draft(draft_dir: str | Path, plan: Plan, target=None, device: str = "cpu") -> Eagle3Draft:
+def load_draft(
+    draft: str | Path | Draft, plan: Plan, target=None, device: str = "cpu"
+) -> Eagle3Draft:
     """The draft as the plan's release builds and loads it (dropped tensors left at its init)."""
-    release = plan.wiring.release
-    cfg, _ = served_config(load_draft_config(draft_dir), release)
-    draft = build_draft(cfg, release.name, release)
-    require_local(draft_dir)  # every tensor byte: never by range from the Hub
-    load_state(draft, open_checkpoint(draft_dir), plan.load, target=target)
-    draft.use_d2t = plan.wiring.use_d2t
-    return draft.to(device).eval()
+    opened, release = open_draft(draft, weights=True), plan.wiring.release
+    cfg, _ = served_config(opened.draft_config, release)
+    module = build_draft(cfg, release.name, release)
+    require_local(opened.path)  # every tensor byte: never by range from the Hub
+    load_state(module, opened.checkpoint, plan.load, target=target)
+    module.use_d2t = plan.wiring.use_d2t
+    return module.to(device).eval()

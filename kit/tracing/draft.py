@@ -465,16 +465,16 @@ def load_state(
     """
     report = report.as_served  # a refused config.json: the server that ran read its rewrite
     params = dict(draft.named_parameters()) | dict(draft.named_buffers())
-    with torch.no_grad():
+    with torch.no_grad(), ck.tensor_reader() as read:
         for rec in report.keys:
             if rec.outcome == Outcome.CONSUMED and "d2t" in rec.key:
                 buf = draft.d2t_buffer_name()
                 if buf is not None:
-                    params[buf].copy_(_token_map(draft, ck.read_tensor(rec.key)))
+                    params[buf].copy_(_token_map(draft, read(rec.key)))
             elif rec.outcome == Outcome.LOADED and rec.param in params:
                 rows = _shard_rows(draft, rec.param, rec.shard)
                 dest = params[rec.param] if rows is None else params[rec.param][rows]
-                src = ck.read_tensor(rec.key)
+                src = read(rec.key)
                 dest.copy_(src[: dest.shape[0]] if src.shape[0] > dest.shape[0] else src)
         for st in report.params:
             if st.name not in params:
