@@ -8,7 +8,9 @@ as sglang==0.5.10 counts:
   * greedy: `kit.offline_acceptance.healthy` / the incident (sglang==0.5.10, aux capture off);
   * sampled: the same at temperature 0.8 (speculative sampling, seed 0);
   * intervals: the bootstrap (2000 resamples) of accept len and every position, timed alone
-    on the greedy healthy result.
+    on the greedy healthy result;
+  * a second wiring on the loaded target, and `kit.doctor` with the target run twice in one
+    process, each against its first run.
 Wall and CPU seconds are reported (other jobs share the cores; CPU time is the steadier figure),
 with the ratio to the baseline and to the greedy evaluation of the same wiring.
 Run: `python -m bench offline`.
@@ -52,6 +54,15 @@ elif case["mode"] == "second":
         c = time.process_time()
         evaluate(pair + "/target", pair + "/draft", target=target, progress=False,
                  count_as="sglang==0.5.10", **args)
+        cpu.append(time.process_time() - c)
+    out.update(first_cpu_s=cpu[0], second_cpu_s=cpu[1])
+elif case["mode"] == "doctor":
+    import kit
+    cpu = []
+    for _ in range(2):  # the same doctor twice in one process: a notebook re-run, an API session
+        c = time.process_time()
+        kit.doctor(pair + "/draft", target=pair + "/target", target_config=pair + "/target",
+                   engine="vllm==0.32.0")
         cpu.append(time.process_time() - c)
     out.update(first_cpu_s=cpu[0], second_cpu_s=cpu[1])
 else:
@@ -107,6 +118,12 @@ def main() -> None:
         f"a second wiring (the incident's) on the loaded target: {second['second_cpu_s']:.2f} s "
         f"CPU against {second['first_cpu_s']:.2f} s for the first (healthy): "
         f"{second['second_cpu_s'] / second['first_cpu_s']:.2f}x, the target's text reused"
+    )
+    again = measure({"mode": "doctor", "args": {}})
+    print(
+        f"doctor with the target, again in the same process: {again['second_cpu_s']:.2f} s CPU "
+        f"against {again['first_cpu_s']:.2f} s for the first: "
+        f"{again['second_cpu_s'] / again['first_cpu_s']:.2f}x, the loaded target reused"
     )
     iv = results["healthy, greedy"]
     share = iv["intervals_cpu_s"] / iv["cpu_s"]
