@@ -28,7 +28,7 @@ interactive = False  # True: widgets to explore; headless runs keep False
 from IPython.display import display
 
 from kit.checkpoint.inspection import inspect_checkpoint, module_of
-from kit.report.notebook import setup
+from kit.report.notebook import setup, show
 from kit.report.plots.tables import findings_table, table
 from kit.report.record import record
 
@@ -98,7 +98,7 @@ fig = go.Figure(
 fig.update_layout(
     title="Tensors by module (area = bytes)", height=450, margin=dict(t=40, l=0, r=0, b=0)
 )
-fig.show()
+show(fig)
 record("fig:tensors by module", fig)
 keys = [
     {"name": t["name"], "dtype": t["dtype"], "shape": t["shape"], "bytes": t["nbytes"]}

@@ -34,7 +34,7 @@ from kit.checkpoint.config import load_draft_config
 from kit.checkpoint.files import open_checkpoint
 from kit.engines import ENGINES
 from kit.load.replay import release_matrix, simulate_load
-from kit.report.notebook import setup
+from kit.report.notebook import setup, show
 from kit.report.plots.loading import key_fates_figure, release_matrix_figure, release_matrix_rows
 from kit.report.plots.tables import findings_table, table
 from kit.report.record import record
@@ -89,7 +89,7 @@ at_init = [
     if p.state == "left_at_init"
 ]
 fig = key_fates_figure(report)
-fig.show()
+show(fig)
 record("fig:key fates", fig)
 record("table:key fates", fates)
 record("table:parameters left at init", at_init)
@@ -125,7 +125,7 @@ record("findings", findings)
 # %%
 rows = release_matrix(ck, cfg, list(ENGINES))
 fig = release_matrix_figure(rows)
-fig.show()
+show(fig)
 record("fig:across releases", fig)
 record("release matrix", [r.to_dict() for r in rows])
 record("table:across releases", release_matrix_rows(rows))

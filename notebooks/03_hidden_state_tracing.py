@@ -33,7 +33,7 @@ import torch
 from IPython.display import display
 
 from kit.checkpoint.config import load_draft_config, load_target_config
-from kit.report.notebook import setup
+from kit.report.notebook import setup, show
 from kit.report.plots.datapath import datapath_figure
 from kit.report.plots.tables import findings_table, table
 from kit.report.record import record
@@ -63,7 +63,7 @@ summary
 
 # %%
 fig = datapath_figure(report)
-fig.show()
+show(fig)
 record("fig:data path as deployed", fig)
 hooks = trace.get("hooks", [])
 record("table:hook shapes", hooks)
@@ -77,7 +77,7 @@ display(table(hooks, "Shape at each hook point"))
 # %%
 healthy = trace_draft(target_cfg, draft_cfg, engine, target_class=target_class, aux_capture=True)
 fig = datapath_figure(healthy)
-fig.show()
+show(fig)
 record("fig:data path with aux capture on", fig)
 
 # %% [markdown]
@@ -108,5 +108,5 @@ if interactive:
         r = trace_draft(
             target_cfg, draft_cfg, release, target_class=target_class, aux_capture=captures[capture]
         )
-        datapath_figure(r).show()
+        show(datapath_figure(r))
         display(findings_table(r.findings, title=release))

@@ -42,7 +42,7 @@ from pathlib import Path
 from IPython.display import Markdown, display
 
 from kit.acceptance import analyze, compare, interpret, parse_files, probe
-from kit.report.notebook import setup
+from kit.report.notebook import setup, show
 from kit.report.plots.acceptance import accept_len_figure, throughput_figure
 from kit.report.plots.tables import findings_table, table
 from kit.report.record import record
@@ -93,14 +93,14 @@ display(table(compared, "Runs compared"), table(before_after, "Before against af
 
 # %%
 fig = accept_len_figure(runs, expected=expected_accept_len)
-fig.show()
+show(fig)
 record("fig:accept length, observed against expected", fig)
 if expected_accept_len is None:
     display(
         Markdown("No expectation line: `expected_accept_len` is None (notebook 5 measures it).")
     )
 fig = throughput_figure(runs)
-fig.show()
+show(fig)
 record("fig:throughput before against after", fig)
 
 # %% [markdown]
@@ -156,4 +156,4 @@ if interactive:
         )
     )
     def show_run(run):
-        accept_len_figure(runs, expected=expected_accept_len, shown=run).show()
+        show(accept_len_figure(runs, expected=expected_accept_len, shown=run))

@@ -49,7 +49,7 @@ from transformers.utils import logging as hf_logging
 
 from kit.offline_acceptance import as_deployed, fault_matrix, healthy, load_prompts, load_target
 from kit.offline_acceptance.prompts import default_prompts_file
-from kit.report.notebook import setup, watched
+from kit.report.notebook import setup, show, watched
 from kit.report.plots.acceptance import accept_len_by_wiring_figure, per_position_figure
 from kit.report.plots.tables import findings_table, table
 from kit.report.record import record
@@ -116,7 +116,7 @@ display(table(wirings, "Healthy and as deployed"))
 shown = [row for row in (ref, deployed) if row.result is not None]
 fig = per_position_figure(shown)
 fig.update_layout(title=f"Acceptance per position (k = {k})", height=380)
-fig.show()
+show(fig)
 record("fig:acceptance per position", fig)
 
 # %% [markdown]
@@ -139,7 +139,7 @@ rows = fault_matrix(target, draft, engine, target_class=target_class, healthy_ro
 what_if = [describe(row) for row in rows]
 record("table:what-if", what_if)
 fig = accept_len_by_wiring_figure(rows)
-fig.show()
+show(fig)
 record("fig:accept length by wiring", fig)
 display(table(what_if, f"What if, on {engine}"))
 
@@ -159,5 +159,5 @@ if interactive:
 
     @widgets.interact(wiring=choice)
     def show_wiring(wiring):
-        per_position_figure([runnable[0], runnable[wiring]] if wiring else runnable[:1]).show()
+        show(per_position_figure([runnable[0], runnable[wiring]] if wiring else runnable[:1]))
         display(findings_table(runnable[wiring].findings, title=runnable[wiring].label))

@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 from IPython.display import Markdown, display
 
 from kit.report import postmortem
-from kit.report.notebook import setup
+from kit.report.notebook import setup, show
 from kit.report.plots.tables import styled
 from kit.report.record import record
 from kit.report.runs import load_run
@@ -40,7 +40,7 @@ display(styled(postmortem.verdict_html(run, symptom=False)))
 symptom = postmortem.symptom_figure(run)
 if symptom:
     display(Markdown("### The symptom"))
-    go.Figure(symptom).show()
+    show(go.Figure(symptom))
 
 # %% [markdown]
 # ## What ran
@@ -57,7 +57,7 @@ for step in run.steps:
     if figures:
         display(Markdown(f"### {step.title}"))
     for figure in figures.values():
-        go.Figure(figure).show()
+        show(go.Figure(figure))
 
 # %% [markdown]
 # ## Explore (interactive only): pick a step

@@ -41,7 +41,12 @@ def executed(tmp_path_factory):
         src, "01_key_inspection", "x = 1", "import os\nrecord('answer', x * 7)\n"
         "record('renderer', os.environ.get('PLOTLY_RENDERER'))\n"
         "from kit.report.notebook import watched\nrecord('watched', watched())\n"
-        "record('row', {'name': 'fc.weight', 'dtype': 'BF16', 'bytes': 3})"
+        "record('row', {'name': 'fc.weight', 'dtype': 'BF16', 'bytes': 3})\n---\n"
+        "import sys\nimport plotly.graph_objects as go\nfrom kit.report.notebook import show\n"
+        "fig = go.Figure(go.Bar(x=['fc', 'midlayer'], y=[1, 2]))\nshow(fig)\n"
+        "record('nbformat imported', 'nbformat' in sys.modules)\n---\n"
+        "import plotly.io as pio\n"
+        "record('plotly bundle', pio.renderers._build_mime_bundle(fig.to_dict(), 'plotly_mimetype'))"
     )  # fmt: skip
     write_notebook(
         src, "02_load_weights_simulation", "path = None",
@@ -76,6 +81,18 @@ def test_records_keep_their_key_order_through_the_notebook_file(executed):
 def test_kernels_draw_figures_as_plotly_mime_only(executed):
     """JupyterLab draws plotly's MIME type itself; plotly.js goes into the postmortem, once."""
     assert executed[0][0].records["renderer"] == "plotly_mimetype"
+
+
+def test_a_headless_figure_is_plotlys_own_bundle_without_nbformat_in_the_kernel(executed):
+    """`show(fig)` in a headless kernel displays what plotly's `plotly_mimetype` renderer gives,
+    and the kernel never imports nbformat (about a second of its start: jsonschema's IRI
+    grammars, python-jsonschema/jsonschema#1428)."""
+    results, out = executed
+    assert results[0].records["nbformat imported"] is False
+    nb = nbformat.read(out / "01_key_inspection.ipynb", as_version=4)
+    [shown] = [o.data for c in nb.cells for o in c.get("outputs", [])
+               if "application/vnd.plotly.v1+json" in o.get("data", {})]  # fmt: skip
+    assert shown == results[0].records["plotly bundle"]
 
 
 def test_nobody_watches_a_headless_kernel(executed, monkeypatch):

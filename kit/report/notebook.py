@@ -17,6 +17,7 @@ from kit.errors import KitError
 
 if TYPE_CHECKING:
     import nbformat
+    import plotly.graph_objects as go
 
 
 def _root() -> Path:
@@ -75,6 +76,24 @@ def watched() -> bool:
     """Whether a person watches this kernel (JupyterLab), not a headless run: progress bars are
     widgets, which an executed copy could not draw without its kernel, so they show only then."""
     return not os.environ.get(HEADLESS)
+
+
+def show(fig: go.Figure) -> None:
+    """Display a figure: in a headless run, the bundle `fig.show()` gives there (its renderer is
+    `plotly_mimetype`, `kit.report.runbook.kernel_env`), built by that same plotly renderer; in
+    JupyterLab, VS Code or Colab, `fig.show()` itself, which picks the renderer for the front end.
+
+    A headless kernel skips plotly's renderer registry: it imports nbformat only to check its
+    version, and nbformat's jsonschema compiles rfc3987-syntax's IRI grammars at import
+    (python-jsonschema/jsonschema#1428), about a second of every kernel of a run.
+    """
+    if watched():
+        fig.show()
+        return
+    from IPython.display import display
+    from plotly.io._base_renderers import PlotlyRenderer
+
+    display(PlotlyRenderer().to_mimebundle(fig.to_dict()), raw=True)
 
 
 def _one_line(
