@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -18,7 +19,7 @@ import pytest
 
 from kit.report.notebook import NOTEBOOKS, ROOT, read_script, script_path
 from kit.report.runbook import RunInputs, Step, execute, execute_notebook, plan, run
-from kit.report.runs import TITLES, Run, Status
+from kit.report.runs import TITLES, Run, Status, StepResult
 
 pytestmark = pytest.mark.slow  # real kernels; still part of `make test`
 
@@ -307,19 +308,36 @@ def test_the_gate_passes_below_its_threshold(sample_dir, tmp_path):
     assert not (out / "05_offline_acceptance.ipynb").exists()  # skipped now: stale copy gone
 
 
-def test_widgets_run_headless_without_waiting(sample_dir, tmp_path):
+@pytest.fixture(scope="module")
+def sampled_chat(tmp_path_factory) -> tuple[StepResult, Path]:
+    """Notebook 5 as `run --temperature 0.8 --prompt-format chat` plans it, with its widgets on:
+    one offline run (the target loaded in its kernel) for the sampling and the widget tests."""
+    inputs = RunInputs(
+        draft=ROOT / "data/pair/draft", target=ROOT / "data/pair/target",
+        engine="sglang==0.5.12", k=2, num_prompts=8, temperature=0.8, top_p=0.95, seed=3,
+        prompt_format="chat",
+    )  # fmt: skip
+    [step] = [s for s in plan(inputs)[0] if s.name == "05_offline_acceptance"]
+    out = tmp_path_factory.mktemp("sampled-chat")
+    [result] = execute([replace(step, params=step.params | {"interactive": True})], out,
+                       timeout=300, progress=False)  # fmt: skip
+    return result, out / result.notebook
+
+
+def test_widgets_run_headless_without_waiting(sample_dir, sampled_chat, tmp_path):
     """`interactive = True` builds the widgets (filter, run selector) and still completes."""
     logs = [str(p) for p in RunInputs.bundled_incident().logs]
-    offline = {"k": 2, "num_prompts": 8, "interactive": True}  # the widget, not the figures
     steps = [
         Step("01_key_inspection", {"draft": str(sample_dir), "interactive": True}),
         Step("04_acceptance_rate", {"logs": logs, "baseline": None, "interactive": True}),
-        Step("05_offline_acceptance", offline),
         Step("06_deployment_check", {"interactive": True}),
     ]
-    for result in execute(steps, tmp_path, timeout=120, progress=False):
+    executed = [
+        (r, tmp_path / r.notebook) for r in execute(steps, tmp_path, timeout=120, progress=False)
+    ]
+    for result, notebook in [*executed, sampled_chat]:
         assert result.status == Status.OK, f"{result.name} failed at {result.error}"
-        assert _outputs(tmp_path / result.notebook, WIDGET_MIME), f"{result.name}: no widget"
+        assert _outputs(notebook, WIDGET_MIME), f"{result.name}: no widget"
     release = _dropdown(tmp_path / "06_deployment_check.ipynb", "release")
     assert release == defaults("06_deployment_check")["engine"].partition("==")[2]
 
@@ -349,16 +367,10 @@ def test_run_probe_reads_a_live_server_beside_the_expectation(tmp_path):
     assert "ZERO_ACCEPTANCE" in codes or "NEAR_ZERO_ACCEPTANCE" in codes
 
 
-def test_run_measures_offline_as_a_sampling_chat_server_when_asked(tmp_path):
+def test_run_measures_offline_as_a_sampling_chat_server_when_asked(sampled_chat):
     """`run --temperature 0.8 --prompt-format chat`: notebook 5 verifies by speculative sampling
     on chat-rendered prompts, says so, and its findings' evidence says so too."""
-    inputs = RunInputs(
-        draft=ROOT / "data/pair/draft", target=ROOT / "data/pair/target",
-        engine="sglang==0.5.12", k=2, num_prompts=8, temperature=0.8, top_p=0.95, seed=3,
-        prompt_format="chat",
-    )  # fmt: skip
-    [step] = [s for s in plan(inputs)[0] if s.name == "05_offline_acceptance"]
-    [result] = execute([step], tmp_path, timeout=300, progress=False)
+    result = sampled_chat[0]
     assert result.status == Status.OK, result.error
     summary = result.records["summary"]
     assert summary["verification"] == "sampled, temperature 0.8, top-p 0.95, seed 3"
