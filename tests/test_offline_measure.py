@@ -402,3 +402,30 @@ def test_a_second_wiring_on_the_same_target_reuses_its_continuation(target, monk
     if sampling:
         evaluate(TARGET, DRAFT, **{**run, "seed": 4})
         assert len(calls) == 2 * fresh
+
+
+def test_greedy_text_is_shared_by_releases_that_count_past_the_stop_and_those_that_do_not(
+    target, monkeypatch
+):
+    """vLLM continues each prompt k tokens past the stop to count the drafts verified there;
+    SGLang 0.5.10 does not. Greedy, the shorter text is the longer one's start: after vLLM's run
+    SGLang's continues no prompt again, and both give the figures of a text continued afresh."""
+    import weakref
+
+    from kit.offline_acceptance import measure
+
+    monkeypatch.setattr(measure, "_CONTINUED", weakref.WeakKeyDictionary())  # this test's own
+    lengths = []
+    real = measure.continuation
+    monkeypatch.setattr(measure, "continuation", lambda *a: lengths.append(a[2]) or real(*a))
+    few = {"prompts": load_prompts(PROMPTS)[:24], "target": target, "progress": False}
+    releases, fresh = ("vllm==0.32.0", "sglang==0.5.10"), {}
+    for release in releases:
+        measure._CONTINUED.clear()
+        fresh[release] = healthy(TARGET, DRAFT, count_as=release, **few).result.figures()
+    assert len(set(lengths)) == 2  # vLLM's text is k tokens longer
+    measure._CONTINUED.clear()
+    lengths.clear()
+    shared = {r: healthy(TARGET, DRAFT, count_as=r, **few).result.figures() for r in releases}
+    assert lengths and set(lengths) == {max(lengths)}, lengths  # each group continued once
+    assert shared == fresh

@@ -302,26 +302,33 @@ CONTINUED_MAX = 1024  # prompt groups kept per target (a few KB each)
 def continued(
     target, ids: torch.Tensor, new_tokens: int, sampler: Sampler, generator: torch.Generator
 ) -> torch.Tensor:
-    """`continuation`, computed once per target, prompts, length, sampler and generator state."""
+    """`continuation`, computed once per target, prompts, sampler and generator state.
+
+    A greedy continuation is the first `new_tokens` of any longer one (each token is the argmax
+    given those before it, computed the same way), so a release that counts drafts verified past
+    a request's end (k tokens more) and one that does not share one text. A sampled one leaves
+    the generator where its last draw did, and the accept draws come after: its length is in
+    the key."""
     state = generator.get_state()
     key = (
         ids.cpu().numpy().tobytes(),
         tuple(ids.shape),
-        new_tokens,
+        None if sampler.greedy else new_tokens,
         sampler,
         state.numpy().tobytes(),
     )
     memo = _CONTINUED.setdefault(target, {})
-    if key not in memo:
+    held = memo.get(key)
+    if held is None or held[0].shape[1] < new_tokens:
         if len(memo) >= CONTINUED_MAX:
             memo.clear()
-        memo[key] = (
+        held = memo[key] = (
             continuation(target, ids, new_tokens, sampler, generator),
             generator.get_state(),
         )
-    tokens, after = memo[key]
+    tokens, after = held
     generator.set_state(after)
-    return tokens
+    return tokens[:, :new_tokens]
 
 
 def continuation(
