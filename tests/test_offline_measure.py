@@ -418,7 +418,7 @@ def test_greedy_text_is_shared_by_releases_that_count_past_the_stop_and_those_th
     lengths = []
     real = measure.continuation
     monkeypatch.setattr(measure, "continuation", lambda *a: lengths.append(a[2]) or real(*a))
-    few = {"prompts": load_prompts(PROMPTS)[:24], "target": target, "progress": False}
+    few = {"prompts": load_prompts(PROMPTS)[:8], "target": target, "progress": False}
     releases, fresh = ("vllm==0.32.0", "sglang==0.5.10"), {}
     for release in releases:
         measure._CONTINUED.clear()
