@@ -18,7 +18,7 @@ from typing import Any
 from kit.acceptance.model import NEAR_ZERO_ACCEPT_LEN
 from kit.checkpoint.config import DraftConfig, TargetConfig, load_draft_config, load_target_config
 from kit.checkpoint.draft import Draft
-from kit.checkpoint.files import Checkpoint
+from kit.checkpoint.files import Checkpoint, open_checkpoint
 from kit.deployment.configs import Pair, config_findings
 from kit.deployment.draftkind import DraftKind, Kind, draft_kind
 from kit.deployment.lines import read_served
@@ -208,7 +208,8 @@ def _tokenizer_findings(
             raise KitError("no tokenizer files (tokenizer.json, tokenizer_config.json)", train)
         out += template_findings(load_template(Path(train)), served_t)
     if has_d2t and draft and weights is not None:
-        out += unreachable_findings(served_t, draft, weights)
+        ck = weights if isinstance(weights, Checkpoint) else open_checkpoint(weights)
+        out += unreachable_findings(served_t, draft, ck)
     return out
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kit.checkpoint.config import DraftConfig
-from kit.checkpoint.files import Checkpoint, open_checkpoint, read_array
+from kit.checkpoint.files import Checkpoint, read_array
 from kit.deployment.served import local_path
 from kit.errors import KitError
 from kit.findings import Finding, Severity
@@ -150,23 +150,19 @@ def template_findings(train: Template, served: Template) -> list[Finding]:
     ]
 
 
-def read_d2t(weights: Path | Checkpoint) -> Any | None:
-    """The draft's d2t offsets (numpy), from the checkpoint already opened or its folder (on
-    disk or by range from the Hub); None when it has none."""
-    ck = weights if isinstance(weights, Checkpoint) else open_checkpoint(weights)
+def read_d2t(ck: Checkpoint) -> Any | None:
+    """The draft's d2t offsets (numpy), read through its checkpoint (on disk or by range from
+    the Hub); None when it has none."""
     name = next((n for n in ("d2t", "model.d2t") if n in ck.tensors), None)
     return read_array(ck, name) if name else None
 
 
-def unreachable_findings(
-    served: Template, draft: DraftConfig, weights: Path | Checkpoint
-) -> list[Finding]:
+def unreachable_findings(served: Template, draft: DraftConfig, ck: Checkpoint) -> list[Finding]:
     """Template tokens (role markers, end of turn, EOS) outside the draft vocabulary: the draft
     can never propose them, so every turn boundary ends its chain."""
     if not draft.draft_vocab_size or draft.draft_vocab_size >= draft.vocab_size:
         return []
-    d2t = read_d2t(weights)
-    where = weights.folder if isinstance(weights, Checkpoint) else weights
+    d2t = read_d2t(ck)
     if d2t is None or not served.rendered:
         return []
     reachable = {int(i) + int(o) for i, o in enumerate(d2t.reshape(-1).tolist())}
@@ -190,7 +186,7 @@ def unreachable_findings(
             f"{draft.draft_vocab_size}-token vocabulary: it can never propose them",
             evidence=(
                 "not in d2t's targets: " + ", ".join(names),
-                f"draft vocabulary {len(reachable)} target ids (d2t in {where})",
+                f"draft vocabulary {len(reachable)} target ids (d2t in {ck.folder})",
                 f"template from {served.source}",
             ),
             fix="rebuild the draft vocabulary (d2t / t2d) with the template's special tokens "
