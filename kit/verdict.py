@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 from kit.checkpoint.draft import Draft, open_draft
 from kit.engines import EngineRelease
 from kit.engines.vocab import Outcome
-from kit.errors import require_inputs
+from kit.errors import KitError, require_inputs
 from kit.findings import Finding, Severity, ranked
-from kit.limits import try_loads_file
 
 if TYPE_CHECKING:
     from kit.checkpoint.config import TargetConfig
@@ -131,7 +130,7 @@ def diagnose(
     if target is not None and opened is not None and opened.checkpoint is not None and not remote:
         k = num_draft_tokens - 1 if num_draft_tokens and num_draft_tokens > 1 else None
         findings, facts = offline(
-            opened, target, release, aux_capture, num_prompts, target_class, k
+            opened, target, release, aux_capture, num_prompts, target_class, k, target_cfg
         )
         report.checks["offline"] = reconcile(findings, server_ran=ran)
         report.facts.update(facts)
@@ -299,6 +298,7 @@ def offline(
     num_prompts: int | None = None,
     target_class: str | None = None,
     k: int | None = None,
+    target_cfg: TargetConfig | None = None,
 ) -> tuple[list[Finding], dict[str, Any]]:
     """Offline acceptance as the deployment runs it (the release's load, its capture for the
     target class unless `aux_capture` is False), judged against the healthy wiring; whether the
@@ -306,6 +306,7 @@ def offline(
     prompts when the target's tokenizer has a template.
 
     Both rows count as the release counts, at the deployment's chain length `k` (default 5).
+    `target_cfg`, the config already read for the command, is reused when it is the target's.
     The deployment's findings are its row's (a wiring the release cannot run is its crash
     finding); the facts carry each figure with its interval.
     """
@@ -319,6 +320,7 @@ def offline(
     if num_prompts:
         prompts = load_prompts(default_prompts_file(target))[:num_prompts]
     common = {"prompts": prompts, "progress": False, "count_as": str(release), "k": k or 5}
+    common["target_config"] = _config_of(target, target_cfg)
     common["target"] = load_target(target)
     ref = healthy(target, draft, **common)
     deployed = as_deployed(
@@ -348,11 +350,28 @@ def offline(
     return findings, facts
 
 
-def _has_chat_template(target: Path) -> bool:
-    """The template a chat endpoint renders requests with: in tokenizer_config.json or beside it."""
+def _config_of(target: Path, given: TargetConfig | None) -> TargetConfig:
+    """The target folder's config: `given` when it was read from that folder, else read now."""
+    from kit.checkpoint.config import load_target_config
 
-    if (target / "chat_template.jinja").is_file():
-        return True
-    config = target / "tokenizer_config.json"
-    data = try_loads_file(config) if config.is_file() else None
-    return isinstance(data, dict) and bool(data.get("chat_template"))
+    if (
+        given is not None
+        and given.path is not None
+        and given.path.resolve().parent == target.resolve()
+    ):
+        return given
+    return load_target_config(target)
+
+
+def _has_chat_template(target: Path) -> bool:
+    """Whether the target's tokenizer has the template a chat endpoint renders requests with
+    (the tokenizer the deployment check reads too: `load_tokenizer` loads it once). A folder
+    whose tokenizer does not load has none here: the deployment check reports that error."""
+    from kit.checkpoint.tokenizer import has_tokenizer, load_tokenizer
+
+    if not has_tokenizer(target):
+        return False
+    try:
+        return bool(load_tokenizer(target).chat_template)
+    except KitError:
+        return False

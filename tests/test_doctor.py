@@ -239,7 +239,10 @@ def test_doctor_with_a_target_opens_the_draft_once_for_every_offline_row(monkeyp
     """With a target, doctor measures several rows (healthy, as deployed, the aux-id shifts, the
     chat template): each takes the draft opened once, so its config.json and header are read
     once for the command, and each row's module reads every tensor through one handle (where
-    every row re-read the config and opened the file once per tensor: 22 and 76 times)."""
+    every row re-read the config and opened the file once per tensor: 22 and 76 times). The
+    target's config is read once by the kit (and by transformers building the model, unless it
+    is loaded already; it was 8), and its tokenizer loaded once for the chat rows and the
+    deployment check (it was 2)."""
     import builtins
     import io
     from collections import Counter
@@ -248,6 +251,7 @@ def test_doctor_with_a_target_opens_the_draft_once_for_every_offline_row(monkeyp
     import safetensors
 
     import kit.offline_acceptance.measure as measure
+    import kit.offline_acceptance.target as target_module
     from kit.checkpoint import files
 
     opened: Counter[str] = Counter()
@@ -272,6 +276,11 @@ def test_doctor_with_a_target_opens_the_draft_once_for_every_offline_row(monkeyp
     monkeypatch.setattr(io, "open", counting)
     monkeypatch.setattr(safetensors, "safe_open", counting_safe_open)
     monkeypatch.setattr(measure, "measure", counting_measure)
+    built: list[Path] = []  # transformers reads config.json itself when it builds the model
+    real_build = target_module._from_pretrained
+    monkeypatch.setattr(
+        target_module, "_from_pretrained", lambda p, *a: built.append(p) or real_build(p, *a)
+    )
     headers: Counter[str] = Counter()
     real_header = files._read_header
     monkeypatch.setattr(files, "_read_header", lambda f: headers.update([f.name]) or real_header(f))
@@ -285,6 +294,8 @@ def test_doctor_with_a_target_opens_the_draft_once_for_every_offline_row(monkeyp
     assert opened["pair/draft/model.safetensors"] == 3
     assert headers == {"model.safetensors": 1}
     assert handles["pair/draft/model.safetensors"] == len(rows)
+    assert opened["pair/target/config.json"] == 1 + len(built)
+    assert opened["pair/target/tokenizer.json"] == 1
 
 
 # vLLM 0.32.0's own lines (a run of the real engine on the bundled draft with its ids shifted):

@@ -702,3 +702,11 @@ def _fresh_linear_init(info: TensorInfo, s: TensorStats, initializer_range: floa
             "matches torch's fresh kaiming-uniform nn.Linear init"
         )
     return None
+
+
+def folder_state(folder: Path) -> tuple:
+    """The folder and each file's name, size and modification time: what a rewrite changes.
+    The key of what a process keeps loaded from a folder (the target model, its tokenizer)."""
+    root = folder.resolve()
+    stats = [(f.name, f.stat()) for f in sorted(root.iterdir()) if f.is_file()]
+    return (root, *((name, st.st_size, st.st_mtime_ns) for name, st in stats))

@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     prompts = _prompts(args, target_cfg.vocab_size)
     if args.backend:
         return _backend(args, options, prompts)
-    common = {"prompts": prompts, **options}
+    common = {"prompts": prompts, "target_config": target_cfg, **options}
     common["target"] = load_target(args.target, args.device, args.device_map)
     if args.matrix:
         rows = fault_matrix(

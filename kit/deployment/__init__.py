@@ -170,12 +170,8 @@ def _tokenizer_findings(
 ) -> list[Finding]:
     """The chat-template rule (with a trainer tokenizer) and the unreachable-tokens rule (with a
     draft whose smaller vocabulary has a d2t); a tokenizer is loaded only when one of them runs."""
-    from kit.deployment.tokens import (
-        has_tokenizer,
-        load_template,
-        template_findings,
-        unreachable_findings,
-    )
+    from kit.checkpoint.tokenizer import has_tokenizer
+    from kit.deployment.tokens import load_template, template_findings, unreachable_findings
 
     reduced = bool(draft and draft.draft_vocab_size and draft.draft_vocab_size < draft.vocab_size)
     from kit.checkpoint.hub import is_remote
@@ -216,7 +212,7 @@ def _tokenizer_findings(
 def _served_tokenizer(
     served: Served | None, target_dir: Path | None, given: str | Path | None
 ) -> Path | None:
-    from kit.deployment.tokens import has_tokenizer
+    from kit.checkpoint.tokenizer import has_tokenizer
 
     candidates = [Path(given)] if given else []
     if served:

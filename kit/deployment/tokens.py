@@ -15,8 +15,8 @@ from typing import Any
 
 from kit.checkpoint.config import DraftConfig
 from kit.checkpoint.files import Checkpoint, read_array
+from kit.checkpoint.tokenizer import load_tokenizer
 from kit.deployment.served import local_path
-from kit.errors import KitError
 from kit.findings import Finding, Severity
 
 # One fixed conversation both templates render: system, user, assistant, user, then the prompt
@@ -27,7 +27,6 @@ CONVERSATION = (
     {"role": "assistant", "content": "2 + 2 = 4."},
     {"role": "user", "content": "And 3 + 3?"},
 )
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
 
 
 @dataclass
@@ -42,22 +41,10 @@ class Template:
     special: dict[str, int] | None = None  # added special tokens, content -> id
 
 
-def has_tokenizer(folder: Path | None) -> bool:
-    return bool(folder) and any((folder / n).is_file() for n in TOKENIZER_FILES)
-
-
 def load_template(folder: Path, override: str | None = None) -> Template:
-    """The tokenizer in `folder` (local files only); `override` is a launch line's
-    --chat-template: a template file or an inline template. A folder with tokenizer.json loads
-    as a fast tokenizer, which needs no torch (1 s and 65 MB instead of 7 s and 340 MB)."""
-    if (folder / "tokenizer.json").is_file():
-        from transformers import PreTrainedTokenizerFast as Loader
-    else:
-        from transformers import AutoTokenizer as Loader  # sentencepiece-only folders
-    try:
-        tok = Loader.from_pretrained(str(folder), local_files_only=True)
-    except (OSError, ValueError, KeyError) as e:
-        raise KitError(f"not a tokenizer folder ({type(e).__name__}: {e})", folder) from None
+    """The tokenizer in `folder` (`load_tokenizer`: read once per process); `override` is a
+    launch line's --chat-template: a template file or an inline template."""
+    tok = load_tokenizer(folder)
     text = tok.chat_template
     source = str(folder)
     if override:

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kit.checkpoint.config import TargetConfig, load_target_config
 from kit.checkpoint.draft import Draft, open_draft
 from kit.errors import KitError
 from kit.findings import Finding, Severity
@@ -102,6 +103,7 @@ def fault_matrix(
     target_class: str | None = None,
     prompts: list[Prompt] | str | Path | None = None,
     target=None,
+    target_config: TargetConfig | None = None,
     healthy_row: OfflineRow | None = None,
     **options,
 ) -> list[OfflineRow]:
@@ -114,7 +116,8 @@ def fault_matrix(
     opts = Options(**options)  # every option checked before any row runs
     if target is None:
         target = load_target(target_dir, opts.device, opts.device_map)
-    common = {"prompts": prompts, "target": target, **options}
+    target_config = target_config or load_target_config(target_dir)
+    common = {"prompts": prompts, "target": target, "target_config": target_config, **options}
     opened = open_draft(draft, weights=True)  # once, for every row
     reference = healthy_row or healthy(target_dir, opened, **common)
     rows = [reference]

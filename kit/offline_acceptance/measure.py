@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from kit.checkpoint.config import load_target_config
+from kit.checkpoint.config import TargetConfig, load_target_config
 from kit.checkpoint.draft import Draft, open_draft
 from kit.checkpoint.inspection import check_pair
 from kit.engines import ENGINES, EngineRelease, Row, VersionRange, parse_engine, pick
@@ -136,6 +136,7 @@ def evaluate(
     use_d2t: bool = True,
     prompts: list[Prompt] | str | Path | None = None,
     target=None,
+    target_config: TargetConfig | None = None,
     label: str | None = None,
     **options,
 ) -> OfflineRow:
@@ -144,12 +145,13 @@ def evaluate(
 
     `draft`: its folder, or the draft opened once (`open_draft`) for every row of a command.
     `prompts`: objects, a JSONL file, or None for `prompts.jsonl` beside the target. `target`: a
-    loaded target model to reuse across rows.
+    loaded target model to reuse across rows; `target_config`: `target_dir`'s config, read once
+    for every row of a command (None: read here).
     """
     opts = Options(**options)
     target_dir, opened = Path(target_dir), open_draft(draft, weights=True)
     counting = stop_counting(opts.count_as or engine or HEALTHY_RELEASE)
-    target_cfg = load_target_config(target_dir)
+    target_cfg = target_config or load_target_config(target_dir)
     given = resolve_prompts(prompts, target_dir, target_cfg.vocab_size)
     sent = given
     if opts.prompt_format == PromptFormat.CHAT:

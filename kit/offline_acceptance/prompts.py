@@ -97,14 +97,15 @@ def chat_prompts(prompts: list[Prompt], target_dir: Path, vocab_size: int) -> li
     left out, so raw and chat carry the same words) as one user message through the target
     tokenizer's chat template, with the generation prompt. A completion also stops at the
     tokenizer's end-of-turn (eos) token."""
-    from transformers import AutoTokenizer
+    from kit.checkpoint.tokenizer import has_tokenizer, load_tokenizer
 
-    try:
-        tok = AutoTokenizer.from_pretrained(target_dir)
-    except (OSError, ValueError) as e:
+    if not has_tokenizer(target_dir):
         raise KitError(
-            f"cannot load the target's tokenizer: {str(e).splitlines()[0]}", target_dir
-        ) from None
+            "the target folder has no tokenizer (tokenizer.json, tokenizer_config.json); "
+            "use raw prompts",
+            target_dir,
+        )
+    tok = load_tokenizer(target_dir)
     if not getattr(tok, "chat_template", None):
         raise KitError("the target's tokenizer has no chat template; use raw prompts", target_dir)
     end = [tok.eos_token_id] if tok.eos_token_id is not None else []

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from kit.checkpoint.files import folder_state
 from kit.errors import KitError
 
 
@@ -60,18 +61,11 @@ def load_target(
     p = Path(target_dir)
     if not (p / "config.json").is_file():
         raise KitError("not a transformers model folder (no config.json)", p)
-    key = (_on_disk(p), device, None if device_map is None else str(DeviceMap(device_map)))
+    key = (folder_state(p), device, None if device_map is None else str(DeviceMap(device_map)))
     model = _LOADED.get(key)
     if model is None:
         model = _LOADED[key] = _from_pretrained(p, device, device_map)
     return model
-
-
-def _on_disk(folder: Path) -> tuple:
-    """The folder and each file's name, size and modification time: what a rewrite changes."""
-    root = folder.resolve()
-    stats = [(f.name, f.stat()) for f in sorted(root.iterdir()) if f.is_file()]
-    return (root, *((name, st.st_size, st.st_mtime_ns) for name, st in stats))
 
 
 def _from_pretrained(p: Path, device: str, device_map: DeviceMap | str | None):

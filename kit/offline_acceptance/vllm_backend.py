@@ -426,6 +426,7 @@ def rows_in_vllm(
     if target is None:
         target = load_target(target_dir, opts.device, opts.device_map)
     common = {"prompts": prompts, "target": target, **options}
+    common["target_config"] = load_target_config(target_dir)  # read once, for the kit's rows
     opened = open_draft(draft_dir, weights=True)  # once, for the kit's rows
     reference = healthy(target_dir, opened, **common)
     predicted = as_deployed(
