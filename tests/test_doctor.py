@@ -252,7 +252,7 @@ def test_doctor_with_a_target_opens_the_draft_once_for_every_offline_row(monkeyp
 
     import kit.offline_acceptance.measure as measure
     import kit.offline_acceptance.target as target_module
-    from kit.checkpoint import files
+    from kit.checkpoint import files, tokenizer
 
     opened: Counter[str] = Counter()
     real_open, real_safe_open, real_measure = io.open, safetensors.safe_open, measure.measure
@@ -281,6 +281,7 @@ def test_doctor_with_a_target_opens_the_draft_once_for_every_offline_row(monkeyp
     monkeypatch.setattr(
         target_module, "_from_pretrained", lambda p, *a: built.append(p) or real_build(p, *a)
     )
+    tokenizer._load.cache_clear()  # an earlier test's command may have loaded it
     headers: Counter[str] = Counter()
     real_header = files._read_header
     monkeypatch.setattr(files, "_read_header", lambda f: headers.update([f.name]) or real_header(f))
