@@ -93,6 +93,7 @@ def diagnose(
     from kit.checkpoint.hub import is_remote
     from kit.engines import parse_engine, release_findings
     from kit.load.findings import reconcile
+    from kit.tracing.positions import late_positions_finding
 
     seen = None
     if watch is not None:
@@ -142,6 +143,8 @@ def diagnose(
         )
     else:
         report.skipped["offline"] = "needs a draft checkpoint and --target"
+    if "offline" not in report.checks and (late := late_positions_finding(release)):
+        report.checks.setdefault("release", []).append(late)  # its cost needs the target
     _acceptance(report, runs, baseline_log, num_draft_tokens, expected_accept_len)
     if served is not None or (target_cfg is not None and traced is not None):
         observed = [r.accept_len.mean for r in runs if r.accept_len.mean is not None]

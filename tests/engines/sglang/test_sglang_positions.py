@@ -9,6 +9,9 @@ sglang/srt/speculative/); a row that moves fails here.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from kit.engines import ENGINES, parse_engine
@@ -84,3 +87,33 @@ def test_the_finding_without_a_target_says_its_cost_is_unmeasured():
     assert "eagle_worker.py:675 add_(1) before" in late.source and POSITIONS_FIX in late.source
     assert not late.root_cause
     assert late_positions_finding(parse_engine("sglang==0.5.12")) is None
+
+
+def test_the_release_matrix_says_which_releases_draft_late(capsys):
+    """The specforge layout loads in every SGLang release; the matrix splits at 0.5.12, where
+    the draft steps move to where trained, and names the late span once, unmeasured."""
+    from kit.cli import main
+
+    specforge = Path(__file__).resolve().parents[3] / "data" / "layouts" / "specforge"
+    assert main(["simulate", str(specforge), "--engine", "sglang", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    spans = [(r["first"], r["last"], r["late_positions"]) for r in out["matrix"]]
+    assert spans == [("0.4.4.post2", "0.4.8", 1), ("0.4.9", "0.5.11", 1), ("0.5.12", "0.5.23", 0)]
+    (late,) = out["findings"]
+    assert late["code"] == "DRAFT_POSITIONS_LATE" and late["severity"] == "warning"
+    assert late["title"].startswith("sglang 0.4.4.post2 … 0.5.11 draft one position late")
+    assert "unmeasured" in late["title"]
+    assert main(["simulate", str(specforge), "--engine", "sglang"]) == 0
+    assert "drafts one position late" in capsys.readouterr().out
+
+
+def test_a_release_whose_server_does_not_start_is_left_out_of_the_span(sample_dir):
+    """The speculators sample crashes 0.4.4.post2-0.4.8 even once config.json is rewritten:
+    the late span starts at 0.4.9. Engines whose rule was not read have no figure."""
+    import kit
+    from kit.load.replay import matrix_findings
+
+    rows = kit.release_matrix(sample_dir)
+    (late,) = matrix_findings(rows)
+    assert late.title.startswith("sglang 0.4.9 … 0.5.11 draft one position late")
+    assert {r.late_positions for r in rows if r.engine != "sglang"} == {None}
