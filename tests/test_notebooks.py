@@ -155,7 +155,10 @@ def test_offline_acceptance_sets_the_expectation(incident):
     assert lo < records["expected_accept_len"] < hi
     what_if = {row["wiring"]: row for row in records["table:what-if"]}
     both = next(v for w, v in what_if.items() if "after kit fix" in w and "capture on" in w)
-    assert both["accept len"] == healthy["accept len"]  # both fixes: healthy again
+    # both fixes: healthy again once the draft steps run where trained; sglang 0.5.10 runs them
+    # one position late, which keeps its own figure below (DRAFT_POSITIONS_LATE)
+    assert both["steps where trained"] == healthy["accept len"]
+    assert both["accept len"] < healthy["accept len"] and healthy["steps where trained"] is None
 
 
 def test_acceptance_takes_the_offline_expectation_and_compares_runs(incident):
