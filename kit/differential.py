@@ -66,6 +66,7 @@ class Seen:
     server_ran: bool = False  # a log with acceptance figures
     # what the user holds, for commands they can paste
     draft: str | None = None
+    target_dir: str | None = None  # the target folder (or its config's) as given
     launch_text: str | None = None
     release: str | None = None
 

@@ -23,7 +23,7 @@ from kit.differential import Differential, LogPoint, Seen
 from kit.engines import EngineRelease
 from kit.engines.vocab import Outcome
 from kit.errors import KitError, require_inputs
-from kit.findings import Finding, Severity, ranked
+from kit.findings import Finding, Severity, ranked, with_inputs
 from kit.release_choice import DEFAULT_ENGINE, ReleaseChoice
 
 if TYPE_CHECKING:
@@ -58,7 +58,9 @@ class Diagnosis:
         for name, found in self.checks.items():
             for f in found if name != CHECK else ():
                 seen.setdefault((f.code, f.title), f)
-        return observed_first(ranked(seen.values()), self.checks.get(CHECK, []))
+        found = observed_first(ranked(seen.values()), self.checks.get(CHECK, []))
+        inputs = {"draft": self.seen.draft, "target": self.seen.target_dir, "release": self.engine}
+        return with_inputs(found, inputs)
 
     @property
     def root_causes(self) -> list[Finding]:
@@ -171,7 +173,7 @@ def diagnose(
     else:
         report.skipped["deployment"] = _deployment_missing(traced, target_cfg)
     report.seen = _seen(report, draft, launch, has_weights, capture, seen is not None, aux_capture)
-    report.seen = replace(report.seen, server_ran=ran)
+    report.seen = replace(report.seen, server_ran=ran, target_dir=_given(target or target_config))
     report.logs = [_point(r, report) for r in runs if r.spec_windows]
     if capture is not None and not report.seen.served_config and aux_capture is None:
         width = report.facts["hidden_width"]
@@ -254,10 +256,14 @@ def _seen(
         engine_observed=watched,
         aux_capture_given=aux_capture,
         widths_equal=capture.target_hidden == capture.draft_hidden if capture else None,
-        draft=str(draft) if draft is not None else None,
+        draft=_given(draft),
         launch_text=_runnable(launch),
         release=report.engine,
     )
+
+
+def _given(path: str | Path | None) -> str | None:
+    return str(path) if path is not None else None
 
 
 def _runnable(launch: str | Path | None) -> str | None:
