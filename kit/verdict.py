@@ -143,7 +143,10 @@ def diagnose(
     # each input opened once: every check below takes these values, never the paths again
     opened = open_draft(draft) if draft is not None else None
     traced = open_draft(draft_config, weights=False) if draft_config is not None else opened
-    target_cfg = _target_config(target_config)
+    # the target's own config.json when only the target folder is given: its capture is traced
+    target_cfg = _target_config(
+        target_config or (target if target and not is_remote(target) else None)
+    )
     ran = any(r.window_count for r in runs)  # a log with acceptance figures: the server ran
     _load(report, opened, release, server_ran=ran)
     capture = _capture(report, traced, target_cfg, release, target_class, aux_capture)

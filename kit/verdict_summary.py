@@ -42,10 +42,8 @@ def summarise(report: Diagnosis) -> Verdict:
         held, missing = part(report)
         holds += held
         unchecked += missing
-    findings = report.findings
-    serious = [f for f in findings if f.severity >= Severity.WARNING]
-    diff = report.differential
-    healthy = diff is None and not serious and bool(holds)
+    faults = [f for f in report.findings if f.root_cause or f.severity >= Severity.ERROR]
+    healthy = report.differential is None and not faults and bool(holds)
     return Verdict(_headline(report, healthy, holds), healthy, tuple(holds), tuple(unchecked))
 
 
@@ -59,7 +57,11 @@ def _headline(report: Diagnosis, healthy: bool, holds: list[str]) -> str:
             parts.append(f"leading remaining suspect: {lead.cause.short} (unverified)")
         return f"acceptance at the floor; {'; '.join(parts)}"
     if healthy:
-        return "healthy: " + "; ".join(holds)
+        warned = list(
+            dict.fromkeys(f.code for f in report.findings if f.severity >= Severity.WARNING)
+        )
+        caveat = f" ({_count(warned, 'warning')} below)" if warned else ""
+        return "healthy: " + "; ".join(holds) + caveat
     causes = list(dict.fromkeys(f.code for f in report.findings if f.root_cause))
     if causes:
         return _count(causes, "root cause")

@@ -172,7 +172,7 @@ def test_narrow_terminal_stacks_findings_with_the_fix_whole(sample_dir):
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "┃" not in out.stdout and "critical · root cause UNSUPPORTED_CONFIG" in out.stdout
-    assert "fix CKPT --engine sglang==0.5.10" in out.stdout.replace("\n", " ")
+    assert f"fix {sample_dir} --engine sglang==0.5.10" in " ".join(out.stdout.split())
     assert max(len(line) for line in out.stdout.splitlines()) <= 80
 
 
