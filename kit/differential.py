@@ -22,7 +22,7 @@ command (often `kit watch` on the launch line) that observes it in the running e
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -39,7 +39,7 @@ META_CODES = frozenset(
         "ENGINE_FORMAT_CONFLICT", "UNPARSED_LINES", "NO_ACCEPTANCE_DATA", "AUX_CAPTURE_UNVERIFIED",
         "OFFLINE_ACCEPTANCE", "OFFLINE_ACCEPTANCE_UNDETERMINED", "OBSERVED_ACCEPTANCE",
         "OBSERVED_HEALTHY", "OFFLINE_ENGINE_AGREES", "CAPTURE_MODEL_DISAGREES", "STEP_FAILED",
-        "NO_SPEEDUP", "ACCEPT_LEN_ABOVE_CHAIN_CAP",
+        "NO_SPEEDUP", "ACCEPT_LEN_ABOVE_CHAIN_CAP", "FIX_EFFECT", "FIX_NO_EFFECT",
     }
 )  # fmt: skip
 
@@ -59,6 +59,7 @@ class Seen:
     served_config: bool = False  # the draft config the server read is the one traced
     served_config_why: str = ""  # why it is not, when it is not
     target: bool = False  # the target's config.json
+    tokenizer: bool = False  # the target's tokenizer (a target folder): its chat template
     launch: bool = False  # the server's launch line
     engine_observed: bool = False  # a `kit watch` report of the running engine
     aux_capture_given: bool | None = None  # the user asserted aux capture on / off
@@ -175,6 +176,105 @@ CAUSES: tuple[Cause, ...] = (
 )
 
 
+# Causes that cost acceptance without holding it at the floor: assessed when a log sits below
+# what the draft should reach (and listed apart when it sits at the floor).
+PARTIAL_CAUSES: tuple[Cause, ...] = (
+    Cause(
+        "aux_ids",
+        "other target layers captured",
+        "the target captures other layers than the draft was trained on (aux ids off by one, "
+        "ignored, or defaulted)",
+        frozenset(
+            {
+                "AUX_LAYER_OFFSET",
+                "AUX_IDS_SHIFTED",
+                "AUX_IDS_IGNORED",
+                "AUX_IDS_DEFAULT",
+                "AUX_LAYERS_DIFFER_UNDER_CUDA_GRAPH",
+            }
+        ),
+        ("served_config", "target"),
+        lambda s: (
+            f"observe the captured layers: {_watch(s)}; or give the config.json the "
+            "server read (--draft-config FILE)"
+        ),
+    ),
+    Cause(
+        "flags",
+        "trained behaviour not run",
+        "the release runs the draft differently from its training (norm flags, input norm, "
+        "sliding window, later-layer norms)",
+        frozenset(
+            {
+                "TRAINED_FLAG_IGNORED",
+                "INPUT_NORM_DISCARDED",
+                "TRAINED_NORM_UNUSED",
+                "DRAFT_SLIDING_WINDOW_IGNORED",
+            }
+        ),
+        ("served_config",),
+        lambda s: "give the config.json the server read (--draft-config FILE)",
+    ),
+    Cause(
+        "positions",
+        "RoPE or context misread",
+        "the draft's positions are not those it trained with (RoPE scaling or theta, context "
+        "length, mrope)",
+        frozenset(
+            {
+                "ROPE_SCALING_MISMATCH",
+                "ROPE_THETA_MISMATCH",
+                "DRAFT_CONTEXT_SHORT",
+                "MROPE_POSITIONS_MISSING",
+                "DRAFT_POSITIONS_LATE",
+            }
+        ),
+        ("served_config", "target"),
+        lambda s: (
+            "give the draft config the server read and the target's config: "
+            "--draft-config FILE --target-config DIR"
+        ),
+    ),
+    Cause(
+        "prompts",
+        "prompts unlike training",
+        "requests reach the draft in a form it did not train on (chat template, unreachable "
+        "template tokens)",
+        frozenset(
+            {
+                "CHAT_TEMPLATE_MISMATCH",
+                "CHAT_TEMPLATE_MISSING",
+                "OFFLINE_PROMPT_FORMAT_GAP",
+                "TEMPLATE_TOKENS_UNREACHABLE",
+            }
+        ),
+        ("tokenizer",),
+        lambda s: (
+            "give the target folder with its tokenizer (--target DIR) and the tokenizer "
+            "the draft trained with (--train-tokenizer DIR)"
+        ),
+    ),
+    Cause(
+        "chain",
+        "chain settings",
+        "the launch line drafts a chain the draft was not trained for (longer than trained, the "
+        "root miscounted)",
+        frozenset({"CHAIN_LONGER_THAN_TRAINED", "CHAIN_ROOT_MISCOUNTED"}),
+        ("launch",),
+        lambda s: "give the server's launch line: --launch LINE",
+    ),
+    Cause(
+        "precision",
+        "precision",
+        "the served precision differs from training (a half-precision range, a quantized "
+        "target, mixed dtypes)",
+        frozenset({"DTYPE_HALF_RANGE", "QUANTIZED_TARGET", "MIXED_DTYPES"}),
+        ("target", "launch"),
+        lambda s: "give the target's config and the launch line: --target-config DIR --launch LINE",
+    ),
+)
+
+
 @dataclass(frozen=True)
 class Assessment:
     """Where one cause stands: its status, the evidence for it, and what settles it."""
@@ -203,6 +303,7 @@ class LogPoint:
     source: str
     accept_len: float | None
     floor: bool
+    low: bool = False  # below what the draft should reach, off the floor
 
 
 @dataclass
@@ -210,6 +311,7 @@ class Differential:
     """The symptom, the logs read in order, every floor cause assessed, and the rest."""
 
     symptom: str
+    floor: bool = True  # the floor; else below what the draft should reach
     sequence: list[str] = field(default_factory=list)
     assessments: list[Assessment] = field(default_factory=list)
     partial: list[Finding] = field(default_factory=list)  # costs, not the floor
@@ -227,6 +329,7 @@ class Differential:
         lead = self.leading
         return {
             "symptom": self.symptom,
+            "floor": self.floor,
             "sequence": self.sequence,
             "causes": [a.to_dict() for a in self.assessments],
             "leading_suspect": lead.cause.key if lead else None,
@@ -234,19 +337,34 @@ class Differential:
         }
 
 
+def config_not_served(findings: Sequence[Finding], engine: str | None) -> str:
+    """Why the config traced is not the one the server read ("" when it is): the release
+    refuses it as saved (`TRACED_AS_REWRITTEN`), so a server that ran read another."""
+    rewritten = next((f for f in findings if f.code == "TRACED_AS_REWRITTEN"), None)
+    if rewritten is None:
+        return ""
+    refusal = rewritten.evidence[0].removeprefix("refused: ")
+    return f"{engine} refuses the config.json given as saved ({refusal}), so the server read another one"
+
+
 def diagnose(
     findings: Sequence[Finding], seen: Seen, logs: Sequence[LogPoint] = ()
 ) -> Differential | None:
     """The differential for the symptom the findings show, or None when there is none (no log
-    at the floor): then the findings speak for themselves."""
+    at the floor or below what the draft should reach): then the findings speak for themselves.
+
+    At the floor, every floor cause is assessed and the partial ones are listed apart; below
+    the expectation, every partial cause is assessed, after any floor cause already confirmed."""
     symptom = _symptom(findings, logs)
     if symptom is None:
         return None
-    order = {c.key: i for i, c in enumerate(CAUSES)}
-    assessed = sorted(
-        (_assess(c, findings, seen) for c in CAUSES),
-        key=lambda a: (_RANK[a.status], order[a.cause.key]),
-    )
+    floor = not symptom.startswith("accept len below")
+    if floor:
+        assessed = _ranked(_assess(c, findings, seen) for c in CAUSES)
+    else:
+        confirmed = [a for a in map(lambda c: _assess(c, findings, seen), CAUSES)
+                     if a.status is Status.CONFIRMED]  # fmt: skip
+        assessed = confirmed + _ranked(_assess(c, findings, seen) for c in PARTIAL_CAUSES)
     explained = {code for a in assessed for code in a.cause.codes}
     partial = [
         f
@@ -254,7 +372,7 @@ def diagnose(
         if f.severity >= Severity.WARNING
         and f.code not in explained | FLOOR_CODES | LOW_CODES | META_CODES
     ]
-    diff = Differential(symptom, assessments=assessed, partial=partial)
+    diff = Differential(symptom, floor, assessments=assessed, partial=partial)
     diff.sequence = _sequence(logs, diff)
     return diff
 
@@ -262,11 +380,21 @@ def diagnose(
 _RANK = {Status.CONFIRMED: 0, Status.ASSUMED: 1, Status.UNVERIFIED: 2, Status.RULED_OUT: 3}
 
 
+def _ranked(assessed: Iterable[Assessment]) -> list[Assessment]:
+    """Confirmed first, then assumed, unverified and ruled out; the table's order within each
+    (most often reported first)."""
+    items = list(assessed)
+    return sorted(items, key=lambda a: _RANK[a.status])
+
+
 def _symptom(findings: Sequence[Finding], logs: Sequence[LogPoint]) -> str | None:
     floor = [p for p in logs if p.floor]
     if floor or any(f.code in FLOOR_CODES for f in findings):
         names = ", ".join(p.source for p in floor) or "the running engine"
         return f"acceptance at the floor (no drafted token accepted) in {names}"
+    low = [f for f in findings if f.code in LOW_CODES]
+    if low:
+        return "accept len below what the draft should reach: " + "; ".join(f.title for f in low)
     return None
 
 
@@ -347,7 +475,7 @@ def _sequence(logs: Sequence[LogPoint], diff: Differential) -> list[str]:
     lines = []
     for i, p in enumerate(logs):
         figure = f"accept len {p.accept_len:.2f}" if p.accept_len is not None else "no figure"
-        state = "at the floor" if p.floor else "off the floor"
+        state = "at the floor" if p.floor else "below expected" if p.low else "off the floor"
         if i == 0:
             lines.append(f"{p.source}: {figure}, {state}")
             continue
@@ -358,11 +486,13 @@ def _sequence(logs: Sequence[LogPoint], diff: Differential) -> list[str]:
                 f"and {p.source} did not lift acceptance{_second_fault(diff)}"
             )
         elif prev.floor:
-            lines.append(f"{p.source}: {figure}, off the floor: the change before it lifted it")
+            lines.append(
+                f"{p.source}: {figure}, {state}: the change before it lifted it off the floor"
+            )
         elif p.floor:
             lines.append(f"{p.source}: {figure}, back at the floor after {prev.source}")
         else:
-            lines.append(f"{p.source}: {figure}")
+            lines.append(f"{p.source}: {figure}, {state}")
     return lines
 
 

@@ -38,15 +38,7 @@ class ReleaseChoice:
     @property
     def summary(self) -> str:
         """The verdict's first words: the release and why it is the one."""
-        if self.basis == "given":
-            return f"{self.release} (given)"
-        if self.basis == "default":
-            return f"{self.release} (the default: {self.evidence[0]})"
-        span = _span(self.fitting)
-        where = "; ".join(self.evidence)
-        if len(self.fitting) > 1:
-            return f"{self.release}, the newest of {span} that the evidence allows ({where})"
-        return f"{self.release}, the one release the evidence allows ({where})"
+        return summary(self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +48,19 @@ class ReleaseChoice:
             "fitting": list(self.fitting),
             "conflicts": list(self.conflicts),
         }
+
+
+def summary(choice: dict[str, Any]) -> str:
+    """A choice (`ReleaseChoice.to_dict()`, as a run records it) in words."""
+    release, evidence, fitting = choice["release"], choice["evidence"], choice["fitting"]
+    if choice["basis"] == "given":
+        return f"{release} (given)"
+    if choice["basis"] == "default":
+        return f"{release} (the default: {evidence[0]})"
+    where = "; ".join(evidence)
+    if len(fitting) > 1:
+        return f"{release}, the newest of {_span(fitting)} that the evidence allows ({where})"
+    return f"{release}, the one release the evidence allows ({where})"
 
 
 def _span(versions: Sequence[str]) -> str:

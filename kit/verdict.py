@@ -176,7 +176,12 @@ def diagnose(
     else:
         report.skipped["deployment"] = _deployment_missing(traced, target_cfg)
     report.seen = _seen(report, draft, launch, has_weights, capture, seen is not None, aux_capture)
-    report.seen = replace(report.seen, server_ran=ran, target_dir=_given(target or target_config))
+    report.seen = replace(
+        report.seen,
+        server_ran=ran,
+        target_dir=_given(target or target_config),
+        tokenizer=_tokenizer_seen(target),
+    )
     report.logs = [_point(r, report) for r in runs if r.spec_windows]
     if capture is not None and not report.seen.served_config and aux_capture is None:
         width = report.facts["hidden_width"]
@@ -238,21 +243,14 @@ def _seen(
     aux_capture: bool | None,
 ) -> Seen:
     """The evidence the verdict rests on: what the differential may rule out, and what not."""
-    rewritten = next(
-        (f for f in report.checks.get("capture", []) if f.code == "TRACED_AS_REWRITTEN"), None
-    )
-    why = ""
+    from kit.differential import config_not_served
+
+    why = config_not_served(report.checks.get("capture", []), report.engine)
     if capture is None:
         why = "no draft config and target config traced"
-    elif rewritten is not None:
-        refusal = rewritten.evidence[0].removeprefix("refused: ")
-        why = (
-            f"{report.engine} refuses the config.json given as saved ({refusal}), so the server "
-            "read another one"
-        )
     return Seen(
         weights=has_weights,
-        served_config=capture is not None and rewritten is None,
+        served_config=capture is not None and not why,
         served_config_why=why,
         target=capture is not None,
         launch=launch is not None,
@@ -263,6 +261,13 @@ def _seen(
         launch_text=_runnable(launch),
         release=report.engine,
     )
+
+
+def _tokenizer_seen(target: str | Path | None) -> bool:
+    from kit.checkpoint.hub import is_remote
+    from kit.checkpoint.tokenizer import has_tokenizer
+
+    return target is not None and not is_remote(target) and has_tokenizer(Path(target))
 
 
 def _given(path: str | Path | None) -> str | None:
@@ -282,12 +287,12 @@ def _runnable(launch: str | Path | None) -> str | None:
 
 def _point(run: Any, report: Diagnosis) -> LogPoint:
     """A log's place in the sequence: its mean accept length, and whether acceptance sits at
-    the floor there (the acceptance check's own verdict on it)."""
-    floor = any(
-        f.code in ("ZERO_ACCEPTANCE", "NEAR_ZERO_ACCEPTANCE") and f.data.get("run") == run.source
-        for f in report.checks.get("acceptance", [])
-    )
-    return LogPoint(Path(run.source).name, run.accept_len.mean, floor)
+    the floor there, or below what the draft should reach (the acceptance check's verdicts)."""
+    from kit.differential import FLOOR_CODES, LOW_CODES
+
+    said = {f.code for f in report.checks.get("acceptance", []) if f.data.get("run") == run.source}
+    low = bool(said & LOW_CODES)
+    return LogPoint(Path(run.source).name, run.accept_len.mean, bool(said & FLOOR_CODES), low)
 
 
 def _parse_logs(logs: Sequence[str | Path], engine: str, num_draft_tokens: int | None) -> list:

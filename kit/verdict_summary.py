@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from kit.findings import Severity
 
 if TYPE_CHECKING:
+    from kit.differential import Differential
+    from kit.report.runs import Run, StepResult
     from kit.verdict import Diagnosis
 
 # Findings of the hand-over that contradict "aux ids match training".
@@ -50,12 +52,7 @@ def summarise(report: Diagnosis) -> Verdict:
 def _headline(report: Diagnosis, healthy: bool, holds: list[str]) -> str:
     diff = report.differential
     if diff is not None:
-        confirmed = [a.cause.short for a in diff.confirmed]
-        lead = diff.leading
-        parts = [_count(confirmed, "confirmed cause") if confirmed else "no cause confirmed"]
-        if lead is not None:
-            parts.append(f"leading remaining suspect: {lead.cause.short} (unverified)")
-        return f"acceptance at the floor; {'; '.join(parts)}"
+        return _floor_headline(diff)
     if healthy:
         warned = list(
             dict.fromkeys(f.code for f in report.findings if f.severity >= Severity.WARNING)
@@ -117,3 +114,78 @@ def _offline(report: Diagnosis) -> tuple[list[str], list[str]]:
     if deployed is not None and lo <= deployed <= hi:
         held.append(f"as deployed {deployed:.2f}, within the healthy interval")
     return held, []
+
+
+def summarise_run(run: Run) -> Verdict:
+    """The same verdict for a notebook run (`kit run`), from the executed notebooks' records."""
+    holds, unchecked = [], []
+    engine = run.inputs.get("engine")
+    load = run.ran("02_load_weights_simulation")
+    if load is None:
+        unchecked.append("how the release loads the weights: give the draft checkpoint (--draft)")
+    elif not any(f.severity >= Severity.WARNING for f in load.findings):
+        holds.append(f"loads fully on {engine}: no key dropped, no parameter left at init")
+    trace, seen = run.ran("03_hidden_state_tracing"), run.seen()
+    if trace is None:
+        unchecked.append("what the target hands the draft: give the target's config")
+    elif not seen.served_config:
+        unchecked.append(f"whether fc runs as served: {seen.served_config_why}")
+    else:
+        holds += _traced(trace)
+    offline = run.ran("05_offline_acceptance")
+    if offline is None:
+        step = run.step("05_offline_acceptance")
+        unchecked.append(f"the expected accept length: {step.reason if step else 'not run'}")
+    else:
+        holds += _measured(offline.records.get("summary", {}), offline.records)
+    faults = [f for f in run.findings if f.root_cause or f.severity >= Severity.ERROR]
+    diff = run.differential
+    healthy = diff is None and not faults and bool(holds)
+    if diff is not None:
+        headline = _floor_headline(diff)
+    elif healthy:
+        headline = "healthy: " + "; ".join(holds)
+    elif faults:
+        headline = _count(list(dict.fromkeys(f.code for f in faults)), "finding")
+    else:
+        headline = "no root cause found in what was checked"
+    return Verdict(headline, healthy, tuple(holds), tuple(unchecked))
+
+
+def _traced(trace: StepResult) -> list[str]:
+    s = trace.records.get("summary", {})
+    codes = {f.code for f in trace.findings if f.severity >= Severity.WARNING}
+    held = []
+    if s.get("fc_applied") and not codes:
+        held.append(
+            f"fc runs on {len(s['captured_layers'])} target states {s['captured_layers']} "
+            f"({s['hidden_width']} → {s.get('draft_hidden')} wide)"
+        )
+    matched = s.get("captured_layers") and s["captured_layers"] == s.get("trained_layers")
+    if matched and not codes & AUX_CODES:
+        held.append(f"aux ids match training (states {s['trained_layers']})")
+    return held
+
+
+def _measured(summary: dict[str, Any], records: dict[str, Any]) -> list[str]:
+    """The healthy figure with its interval, and the deployment's beside it."""
+    healthy = summary.get("expected accept len (healthy)")
+    if healthy is None:
+        return []
+    lo, hi = records.get("expected_accept_len_ci", [healthy, healthy])
+    held = [f"expected accept length {healthy:.2f} [{lo:.2f}, {hi:.2f}]"]
+    deployed = summary.get("accept len as deployed")
+    if deployed is not None and lo <= deployed <= hi:
+        held.append(f"as deployed {deployed:.2f}, within the healthy interval")
+    return held
+
+
+def _floor_headline(diff: Differential) -> str:
+    confirmed = [a.cause.short for a in diff.confirmed]
+    parts = [_count(confirmed, "confirmed cause") if confirmed else "no cause confirmed"]
+    if diff.leading is not None:
+        parts.append(f"leading remaining suspect: {diff.leading.cause.short} (unverified)")
+    where = (
+        "acceptance at the floor" if diff.floor else "accept len below what the draft should reach"
+    )
+    return f"{where}; {'; '.join(parts)}"

@@ -60,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         print(dumps(stamped("doctor", report.to_dict())))
         return gate(report.findings, args.fail_on)
     console = make_console()  # the terminal's width; 120 columns through a pipe
-    print_verdict(console, report)
+    release = report.release.summary if report.release else report.engine
+    print_verdict(console, release, report.verdict, report.differential, "doctor")
     print_findings(console, report.findings, "Findings, root causes first")
     for check, why in report.skipped.items():
         console.print(f"skipped {check}: {why}", markup=False)

@@ -26,7 +26,8 @@ from rich.text import Text
 from kit.findings import Finding, Severity
 
 if TYPE_CHECKING:
-    from kit.verdict import Diagnosis
+    from kit.differential import Differential
+    from kit.verdict_summary import Verdict
 
 PIPED_WIDTH = 120
 _quiet: list[Severity] = []  # the --quiet threshold while a command runs (`quiet_findings`)
@@ -121,35 +122,41 @@ MARKS = {
 }
 
 
-def print_verdict(console: Console, report: Diagnosis) -> None:
-    """doctor's head: the release judged and why, the answer in one line, what holds and what
-    was not seen; for a symptom, the differential: the logs as a sequence, every cause that can
-    produce it with its status and evidence, and what settles the unverified ones."""
-    release = report.release.summary if report.release else report.engine
-    print_wrapped(console, f"doctor: judged as {release}", "", "  ", style="bold")
-    verdict = report.verdict
+def print_verdict(
+    console: Console, release: str, verdict: Verdict, diff: Differential | None, command: str
+) -> None:
+    """A verdict's head (doctor, run): the release judged and why, the answer in one line, what
+    holds and what was not seen; for a symptom, the differential: the logs as a sequence, every
+    cause that can produce it with its status and evidence, and what settles the unverified."""
+    print_wrapped(console, f"{command}: judged as {release}", "", "  ", style="bold")
     print_wrapped(console, f"verdict: {verdict.headline}", "", "  ", style="bold")
     for line in verdict.holds if not verdict.healthy else ():
         print_wrapped(console, f"✓ {line}", "  ", "    ")
     for line in verdict.unchecked:
         print_wrapped(console, f"not checked: {line}", "  ", "    ", style="dim")
-    diff = report.differential
     if diff is not None:
-        console.print()
-        print_wrapped(console, f"Symptom: {diff.symptom}", "", "  ", style="bold italic")
-        for line in diff.sequence:
-            print_wrapped(console, f"• {line}", "  ", "    ")
-        console.print()
-        console.print("Causes that hold acceptance at the floor", style="bold italic")
-        for a in diff.assessments:
-            console.print(Text.assemble(("  " + f"{a.status:<11}", MARKS[a.status]), a.cause.name))
-            for e in a.evidence:
-                print_wrapped(
-                    console, e, "      ", "        ", style="dim" * (a.status == "ruled out")
-                )
-            if a.settle:
-                print_wrapped(console, f"settle: {a.settle}", "      ", "        ")
-        if diff.partial:
-            codes = ", ".join(dict.fromkeys(f.code for f in diff.partial))
-            print_wrapped(console, f"Also costing acceptance, not the floor: {codes}", "", "  ")
+        _print_differential(console, diff)
     console.print()
+
+
+def _print_differential(console: Console, diff: Differential) -> None:
+    console.print()
+    print_wrapped(console, f"Symptom: {diff.symptom}", "", "  ", style="bold italic")
+    for line in diff.sequence:
+        print_wrapped(console, f"• {line}", "  ", "    ")
+    console.print()
+    heading = "Causes that hold acceptance at the floor" if diff.floor else "Causes that lower it"
+    console.print(heading, style="bold italic")
+    for a in diff.assessments:
+        first, *rest = textwrap.wrap(a.cause.name, max(console.width - 13, 20))
+        console.print(Text.assemble((f"  {a.status:<11}", MARKS[a.status]), first), soft_wrap=True)
+        for line in rest:
+            console.print(Text(f"{'':13}{line}"), soft_wrap=True)
+        dim = "dim" if a.status == "ruled out" else ""
+        for e in a.evidence:
+            print_wrapped(console, e, "      ", "        ", style=dim)
+        if a.settle:
+            print_wrapped(console, f"settle: {a.settle}", "      ", "        ")
+    if diff.partial:
+        codes = ", ".join(dict.fromkeys(f.code for f in diff.partial))
+        print_wrapped(console, f"Also costing acceptance: {codes}", "", "  ")
