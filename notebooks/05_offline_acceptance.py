@@ -32,9 +32,9 @@
 target = "data/pair/target"  # transformers target folder
 draft = "data/pair/draft"  # draft checkpoint folder
 engine = "sglang==0.5.10"
-aux_capture = False  # the bundled incident: capture was off; None: the release's own rule
+aux_capture = None  # None: the release's own rule for the target class; False: as observed off
 target_class = None  # the class the engine builds for the target (default: its config's)
-k = 4  # drafts per verify step: the incident's 5 draft tokens per step, topk 1
+k = 5  # drafts per verify step (a topk-1 chain of D draft tokens drafts D - 1)
 num_prompts = 40  # the first N held-out prompts (prompts.jsonl beside the target); None: all
 prompt_format = "raw"  # "chat": through the target tokenizer's chat template, as a chat server
 temperature = 0.0  # 0: greedy verification; above: speculative sampling, as a sampling server

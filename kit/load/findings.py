@@ -98,8 +98,8 @@ def reconcile(findings: list[Finding], server_ran: bool) -> list[Finding]:
             "the keys are judged as that release loads them under its own config form",
             *(f"assumed rewrite: {c}" for c in refused.data["config_changes"]),
         ),
-        fix="pass the config.json the server actually read, or write it with "
-        f"python -m kit fix CKPT --engine {refused.engine}",
+        fix="pass the config.json the server actually read (--draft-config FILE), or write "
+        f"the one it reads: python -m kit fix CKPT --engine {refused.engine} --out CKPT-fixed",
         engine=refused.engine,
         source=refused.source,
     )
@@ -150,7 +150,7 @@ def _still_refused(r: LoadReport) -> Finding:
 
 
 def _fix(engine: str, upgrade: EngineRelease | None) -> str:
-    fix = f"python -m kit fix CKPT --engine {engine} (renames the keys)"
+    fix = f"python -m kit fix CKPT --engine {engine} --out CKPT-fixed (renames the keys)"
     if upgrade is not None:
         fix += f", or upgrade to {upgrade.name} ≥ {upgrade.version} (loads every tensor as is)"
     return fix
