@@ -49,8 +49,9 @@ def late_positions_finding(
 
     `measured`: the release's offline accept len (`b`) against the same wiring with every step
     where trained (`a`): a warning when it loses beyond the prompts' noise, information when not.
-    Without it the cost is stated as unmeasured (a warning: the release loses acceptance on any
-    draft it serves). `releases` names a span of releases the finding stands for (the matrix).
+    Without it the cost is stated as unmeasured, as information: a consistent deployment stays
+    quiet until a measurement shows the loss. `releases` names a span of releases the finding
+    stands for (the matrix).
     """
     row = late_rule(release)
     if row is None:
@@ -68,7 +69,7 @@ def late_positions_finding(
         evidence.append(
             "offline --engine with --target, or doctor --target, measures it on the draft"
         )
-        severity = Severity.WARNING
+        severity = Severity.INFO  # stated, not loud: nothing shows what it costs this draft
     else:
         lost = measured.beyond_noise and measured.difference < 0
         title = (
