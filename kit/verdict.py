@@ -149,7 +149,8 @@ def diagnose(
     )
     ran = any(r.window_count for r in runs)  # a log with acceptance figures: the server ran
     _load(report, opened, release, server_ran=ran)
-    capture = _capture(report, traced, target_cfg, release, target_class, aux_capture)
+    graphs = served is not None and "cuda_graph" in served.facts  # decode replays CUDA graphs
+    capture = _capture(report, traced, target_cfg, release, target_class, aux_capture, graphs)
     if capture is not None:
         _logged_layers(report, runs, capture)
     remote = [p for p in (draft, target) if is_remote(p)]
@@ -321,6 +322,9 @@ def _load(report: Diagnosis, draft: Draft | None, release: EngineRelease, server
     inspection = inspect_checkpoint(draft, stats=StatsRead.SAMPLED)
     report.checks["inspection"] = list(inspection.findings)
     report.facts["format"] = inspection.format.name
+    if draft.raw is None:  # inspection names it (CONFIG_MISSING); no release builds a draft blind
+        report.skipped["load"] = "the checkpoint has no config.json beside it"
+        return
     load = simulate_load(draft.checkpoint, draft.draft_config, release)
     report.checks["load"] = served_findings(load) if server_ran else list(load.findings)
     report.facts["keys dropped silently"] = len(load.as_served.with_outcome(Outcome.DROPPED))
@@ -333,7 +337,10 @@ def _capture(
     release: EngineRelease,
     target_class: str | None,
     aux_capture: bool | None,
+    cuda_graph: bool = False,
 ) -> CaptureReport | None:
+    """The hand-over as the release captures it; under CUDA graphs (the launch line does not
+    disable them) the layers graph-replayed batches capture, where a release differs there."""
     if target_cfg is None or traced is None:
         report.skipped["capture"] = (
             "no target config given" if target_cfg is None else "no draft or draft config given"
@@ -342,7 +349,7 @@ def _capture(
     from kit.tracing.capture import simulate_capture
 
     capture = simulate_capture(
-        target_cfg, traced.draft_config, release, target_class=target_class, aux_capture=aux_capture
+        target_cfg, traced.draft_config, release, target_class, aux_capture, cuda_graph
     )
     from kit.load.findings import flags_ignored
     from kit.load.replay import served_config
@@ -350,10 +357,12 @@ def _capture(
     report.checks["capture"] = list(capture.findings)
     # a trained flag the release ignores is the trace's finding too (`trace_draft`), so doctor
     # names it when no checkpoint was given for the load replay to find it in
-    if "load" not in report.checks and (
-        flags := flags_ignored(served_config(traced.draft_config, release)[0], release)
-    ):
-        report.checks["capture"].append(flags)
+    if "load" not in report.checks:  # what the load replay would have named, the trace names
+        from kit.tracing.capture import constructor_crash
+
+        served = served_config(traced.draft_config, release)[0]
+        flags, crash = flags_ignored(served, release), constructor_crash(served, release)
+        report.checks["capture"] += [f for f in (flags, crash) if f is not None]
     report.facts.update(hidden_width=capture.hidden_width, fc_applied=capture.fc_applied)
     report.capture = capture
     return capture
