@@ -180,6 +180,7 @@ def diagnose(
     report.seen = replace(
         report.seen,
         server_ran=ran,
+        capture_notes=_capture_elsewhere(report, traced, target_cfg, target_class, ran),
         target_dir=_given(target or target_config),
         tokenizer=_tokenizer_seen(target),
     )
@@ -262,6 +263,35 @@ def _seen(
         launch_text=_runnable(launch),
         release=report.engine,
     )
+
+
+def _capture_elsewhere(
+    report: Diagnosis,
+    traced: Draft | None,
+    target_cfg: TargetConfig | None,
+    target_class: str | None,
+    server_ran: bool,
+) -> tuple[str, ...]:
+    """Where the evidence allows several releases and the target class cannot capture in some
+    of them, a server that ran there can only have run with capture off: said, per release."""
+    choice = report.release
+    if not (server_ran and choice and len(choice.fitting) > 1 and traced and target_cfg):
+        return ()
+    from kit.engines import parse_engine
+    from kit.tracing.capture import simulate_capture
+
+    notes = []
+    for version in choice.fitting:
+        rel = parse_engine(f"{choice.release.name}=={version}")
+        if rel == choice.release:
+            continue
+        cap = simulate_capture(target_cfg, traced.draft_config, rel, target_class)
+        if cap.startup_error:
+            notes.append(
+                f"on {rel}, which the evidence also allows, {cap.startup_error}: a server that "
+                "ran there ran with aux capture off, so fc was bypassed"
+            )
+    return tuple(notes)
 
 
 def _tokenizer_seen(target: str | Path | None) -> bool:

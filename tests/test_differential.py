@@ -65,6 +65,13 @@ def test_the_data_path_is_the_leading_remaining_suspect_with_what_settles_it(inc
     assert "sglang==0.5.10 refuses the config.json given" in lead.evidence[0]
     assert "python -m kit watch -- sh" in lead.settle and str(LAUNCH) in lead.settle
     assert "--draft-config" in lead.settle
+    # 0.5.9, which the logs also allow, has no capture hook for this target class: a server
+    # that ran there ran with capture off (sglang 0.5.9 has KimiK25 but no set_eagle3_layers_to_capture)
+    (elsewhere,) = lead.evidence[1:]
+    assert elsewhere.startswith("on sglang==0.5.9, which the evidence also allows, AttributeError")
+    assert elsewhere.endswith(
+        "a server that ran there ran with aux capture off, so fc was bypassed"
+    )
 
 
 def test_what_the_inputs_show_is_ruled_out(incident):
