@@ -65,6 +65,8 @@ class Seen:
     aux_capture_given: bool | None = None  # the user asserted aux capture on / off
     widths_equal: bool | None = None  # target hidden == draft hidden: capture off is silent
     server_ran: bool = False  # a log with acceptance figures
+    # what the other releases the evidence allows say of the data path (`capture_elsewhere`)
+    capture_notes: tuple[str, ...] = ()
     # what the user holds, for commands they can paste
     draft: str | None = None
     target_dir: str | None = None  # the target folder (or its config's) as given
@@ -438,7 +440,8 @@ def _data_path(cause: Cause, seen: Seen, missing: list[str]) -> Assessment:
     if seen.aux_capture_given is True:
         return Assessment(cause, Status.ASSUMED, ("aux capture on, as given",))
     if missing:
-        return Assessment(cause, Status.UNVERIFIED, (_not_seen(missing, seen),), cause.settle(seen))
+        evidence = (_not_seen(missing, seen), *seen.capture_notes)
+        return Assessment(cause, Status.UNVERIFIED, evidence, cause.settle(seen))
     return Assessment(
         cause,
         Status.RULED_OUT,

@@ -150,7 +150,8 @@ def diagnose(
     )
     ran = any(r.window_count for r in runs)  # a log with acceptance figures: the server ran
     _load(report, opened, release, server_ran=ran)
-    capture = _capture(report, traced, target_cfg, release, target_class, aux_capture)
+    graphs = served is not None and "cuda_graph" in served.facts  # decode replays CUDA graphs
+    capture = _capture(report, traced, target_cfg, release, target_class, aux_capture, graphs)
     if capture is not None:
         _logged_layers(report, runs, capture)
     remote = [p for p in (draft, target) if is_remote(p)]
@@ -183,6 +184,7 @@ def diagnose(
     report.seen = replace(
         report.seen,
         server_ran=ran,
+        capture_notes=_capture_elsewhere(report, traced, target_cfg, target_class, ran),
         target_dir=_given(target or target_config),
         tokenizer=_tokenizer_seen(target),
     )
@@ -267,6 +269,35 @@ def _seen(
     )
 
 
+def _capture_elsewhere(
+    report: Diagnosis,
+    traced: Draft | None,
+    target_cfg: TargetConfig | None,
+    target_class: str | None,
+    server_ran: bool,
+) -> tuple[str, ...]:
+    """Where the evidence allows several releases and the target class cannot capture in some
+    of them, a server that ran there can only have run with capture off: said, per release."""
+    choice = report.release
+    if not (server_ran and choice and len(choice.fitting) > 1 and traced and target_cfg):
+        return ()
+    from kit.engines import parse_engine
+    from kit.tracing.capture import simulate_capture
+
+    notes = []
+    for version in choice.fitting:
+        rel = parse_engine(f"{choice.release.name}=={version}")
+        if rel == choice.release:
+            continue
+        cap = simulate_capture(target_cfg, traced.draft_config, rel, target_class)
+        if cap.startup_error:
+            notes.append(
+                f"on {rel}, which the evidence also allows, {cap.startup_error}: a server that "
+                "ran there ran with aux capture off, so fc was bypassed"
+            )
+    return tuple(notes)
+
+
 def _tokenizer_seen(target: str | Path | None) -> bool:
     from kit.checkpoint.hub import is_remote
     from kit.checkpoint.tokenizer import has_tokenizer
@@ -325,6 +356,9 @@ def _load(report: Diagnosis, draft: Draft | None, release: EngineRelease, server
     inspection = inspect_checkpoint(draft, stats=StatsRead.SAMPLED)
     report.checks["inspection"] = list(inspection.findings)
     report.facts["format"] = inspection.format.name
+    if draft.raw is None:  # inspection names it (CONFIG_MISSING); no release builds a draft blind
+        report.skipped["load"] = "the checkpoint has no config.json beside it"
+        return
     load = simulate_load(draft.checkpoint, draft.draft_config, release)
     report.checks["load"] = served_findings(load) if server_ran else list(load.findings)
     report.facts["keys dropped silently"] = len(load.as_served.with_outcome(Outcome.DROPPED))
@@ -337,7 +371,10 @@ def _capture(
     release: EngineRelease,
     target_class: str | None,
     aux_capture: bool | None,
+    cuda_graph: bool = False,
 ) -> CaptureReport | None:
+    """The hand-over as the release captures it; under CUDA graphs (the launch line does not
+    disable them) the layers graph-replayed batches capture, where a release differs there."""
     if target_cfg is None or traced is None:
         report.skipped["capture"] = (
             "no target config given" if target_cfg is None else "no draft or draft config given"
@@ -346,7 +383,7 @@ def _capture(
     from kit.tracing.capture import simulate_capture
 
     capture = simulate_capture(
-        target_cfg, traced.draft_config, release, target_class=target_class, aux_capture=aux_capture
+        target_cfg, traced.draft_config, release, target_class, aux_capture, cuda_graph
     )
     from kit.load.findings import flags_ignored
     from kit.load.replay import served_config
@@ -354,10 +391,12 @@ def _capture(
     report.checks["capture"] = list(capture.findings)
     # a trained flag the release ignores is the trace's finding too (`trace_draft`), so doctor
     # names it when no checkpoint was given for the load replay to find it in
-    if "load" not in report.checks and (
-        flags := flags_ignored(served_config(traced.draft_config, release)[0], release)
-    ):
-        report.checks["capture"].append(flags)
+    if "load" not in report.checks:  # what the load replay would have named, the trace names
+        from kit.tracing.capture import constructor_crash
+
+        served = served_config(traced.draft_config, release)[0]
+        flags, crash = flags_ignored(served, release), constructor_crash(served, release)
+        report.checks["capture"] += [f for f in (flags, crash) if f is not None]
     report.facts.update(hidden_width=capture.hidden_width, fc_applied=capture.fc_applied)
     report.capture = capture
     return capture

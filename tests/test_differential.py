@@ -65,6 +65,13 @@ def test_the_data_path_is_the_leading_remaining_suspect_with_what_settles_it(inc
     assert "sglang==0.5.10 refuses the config.json given" in lead.evidence[0]
     assert "python -m kit watch -- sh" in lead.settle and str(LAUNCH) in lead.settle
     assert "--draft-config" in lead.settle
+    # 0.5.9, which the logs also allow, has no capture hook for this target class: a server
+    # that ran there ran with capture off (sglang 0.5.9 has KimiK25 but no set_eagle3_layers_to_capture)
+    (elsewhere,) = lead.evidence[1:]
+    assert elsewhere.startswith("on sglang==0.5.9, which the evidence also allows, AttributeError")
+    assert elsewhere.endswith(
+        "a server that ran there ran with aux capture off, so fc was bypassed"
+    )
 
 
 def test_what_the_inputs_show_is_ruled_out(incident):
@@ -282,3 +289,17 @@ def test_a_log_that_no_launch_release_allows_is_a_stated_conflict(tmp_path: Path
     choice = choose(None, launch_engine="sglang", launch_fitting=("0.5.20", "0.5.23"), runs=[run])
     assert str(choice.release) == "sglang==0.5.23"
     assert choice.conflicts and "which no other evidence allows" in choice.conflicts[0]
+
+
+def test_simulate_says_what_it_does_not_check_and_points_to_doctor():
+    """A load replay with no findings is about the keys alone: SpecForge's ids are read by vLLM
+    0.32.0 one layer early (doctor's AUX_LAYER_OFFSET), which simulate does not look at."""
+    draft = DATA / "layouts" / "specforge"
+    out = subprocess.run(
+        [sys.executable, "-m", "kit", "simulate", str(draft), "--engine", "vllm==0.32.0"],
+        capture_output=True, text=True, cwd=ROOT,
+    ).stdout  # fmt: skip
+    said = " ".join(out.split())
+    assert "Findings for vllm==0.32.0: no findings" in said
+    assert "it does not check the aux layer ids" in said
+    assert f"python -m kit doctor --draft {draft} --engine vllm==0.32.0" in said

@@ -57,7 +57,32 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(dumps(stamped("simulate", report.to_dict())) + "\n")
     else:
         _print_report(report)
+        _print_scope(args.path, args.engine)
     return gate(report.findings, args.fail_on)
+
+
+def _print_scope(path: str, engine: str) -> None:
+    """What a load replay does not look at, and the command that does: "no findings" here is
+    about the keys alone, never a clean bill for the deployment."""
+    import shlex
+
+    from kit.report.console import make_console, print_wrapped
+
+    console = make_console()
+    print_wrapped(
+        console,
+        "simulate replays how the release loads the keys; it does not check the aux layer ids, "
+        "the hidden states the target hands the draft, the launch line or the logs. Every check:",
+        "",
+        "",
+    )
+    print_wrapped(
+        console,
+        f"python -m kit doctor --draft {shlex.quote(str(path))} --engine {engine} "
+        "--target-config TARGET_DIR [--launch LINE] [--log SERVER_LOG]",
+        "  ",
+        "    ",
+    )
 
 
 _COLOR = {

@@ -198,13 +198,22 @@ def _crash(r: LoadReport, fatal: Refusal | None, fix: str) -> Finding | None:
         return None
     first = fatal or Refusal(errors[0].message, errors[0].source)
     evidence = (fatal.message,) if fatal else tuple(dict.fromkeys(k.message for k in errors))
+    return startup_crash(r.engine, first, fix, evidence)
+
+
+def startup_crash(
+    engine: str, first: Refusal, fix: str, evidence: tuple[str, ...] | None = None
+) -> Finding:
+    """The release does not start with this draft: the exception it raises, and where. Shared
+    by the load replay and the trace (whose draft module the release never builds)."""
+    evidence = evidence or (first.message,)
     return Finding(
         code="STARTUP_CRASH",
         severity=Severity.ERROR,
-        title=f"{r.engine} fails at start-up: {first.message}",
+        title=f"{engine} fails at start-up: {first.message}",
         evidence=evidence,
         fix=fix,
-        engine=r.engine,
+        engine=engine,
         source=first.source,
         data={"exceptions": list(evidence)},
     )

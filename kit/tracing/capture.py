@@ -127,6 +127,18 @@ def simulate_capture(
     return report
 
 
+def constructor_crash(draft: DraftConfig, rel: EngineRelease) -> Finding | None:
+    """The start-up exception of a release whose draft class refuses this config (one layer only,
+    an unsupported flag): a finding, as the load replay names it, never a failed trace."""
+    from kit.load.findings import startup_crash
+
+    failure = ENGINES[rel.name].constructor_failure(draft, rel)
+    if failure is None:
+        return None
+    fix = f"serve the draft with a release that builds it: python -m kit simulate CKPT --engine {rel.name}"
+    return startup_crash(str(rel), failure, fix)
+
+
 def _hand_over(cap: Capture, aux_on: bool, width: int, draft_width: int) -> tuple[int, bool, Feed]:
     """(width handed over, whether fc runs, what the draft is fed). SGLang runs fc iff the width
     differs from the draft's; vLLM always, unless the config switched it off."""
