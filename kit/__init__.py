@@ -15,6 +15,7 @@
     kit.run("runs/mine", draft="draft/", engine="sglang==0.5.10")  # notebooks + postmortem
     with kit.watch("kit-watch.json"):                      # an offline vllm.LLM, observed
         llm = vllm.LLM(...)
+    kit.engine_check(launch="launch.sh")                   # your engine build, on the bundled pair
 
 Every report has `findings` (`Finding`: code, severity, evidence, fix, engine, source) and
 `to_dict()`. Nothing heavy is imported until a call needs it.
@@ -38,6 +39,7 @@ from kit.api import (
     simulate,
     trace,
 )
+from kit.engine_check import engine_check  # the call; kit.engine_check.* modules import as usual
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 from kit.version import __version__
@@ -61,6 +63,7 @@ _REPORTS = {
     "DeploymentReport": "kit.deployment",
     "Diagnosis": "kit.verdict",
     "Run": "kit.report.runs",
+    "EngineCheck": "kit.engine_check.report",
 }
 
 __all__ = [
@@ -71,6 +74,7 @@ __all__ = [
     "analyze_logs",
     "check_deployment",
     "doctor",
+    "engine_check",
     "fix",
     "inspect",
     "offline",

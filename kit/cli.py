@@ -34,6 +34,7 @@ COMMANDS = (
     "doctor",
     "run",
     "watch",
+    "engine-check",
 )
 
 EXIT_BAD_INPUT = 2
@@ -49,14 +50,15 @@ SUMMARY = {
     "inspect": "what a checkpoint holds: format, tensors, findings",
     "simulate": "replay an engine release's loading of the draft, key by key",
     "fix": "rename keys and fix config.json for one engine release",
-    "trace": "the target -> draft hand-over, hook by hook ([offline] extra)",
-    "acceptance": "read server logs or metrics: acceptance per release, explained",
+    "trace": "the target->draft hand-over, hook by hook ([offline] extra)",
+    "acceptance": "read logs or metrics: acceptance per release, explained",
     "probe": "ask a running SGLang or vLLM server what it accepts now",
     "offline": "measure a draft's acceptance on its target ([offline] extra)",
     "deployment": "check a launch line and the draft/target configs",
     "doctor": "every check at once, findings ranked, root causes first",
     "run": "the notebooks headless + postmortem.html ([notebooks] extra)",
     "watch": "run a vLLM or SGLang command, the kit watching inside it",
+    "engine-check": "run your engine on the bundled pair: does it draft right?",
 }
 
 EPILOG = """\
@@ -82,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"kit.commands.{name}")
+        module = importlib.import_module(f"kit.commands.{name.replace('-', '_')}")
         p = sub.add_parser(name, help=SUMMARY[name], description=module.HELP)
         module.add_arguments(p)
         add_quiet(p)
@@ -96,11 +98,11 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     """The epilog as written; every command name in one column, so each summary is one line."""
 
     def __init__(self, prog: str) -> None:
-        super().__init__(prog, max_help_position=16)
+        super().__init__(prog, max_help_position=18)
 
     def add_argument(self, action: argparse.Action) -> None:
         super().add_argument(action)
-        self._action_max_length = max(self._action_max_length, 14)
+        self._action_max_length = max(self._action_max_length, 16)
 
 
 def add_quiet(p: argparse.ArgumentParser) -> None:

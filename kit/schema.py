@@ -24,6 +24,7 @@ SCHEMA_VERSIONS: dict[str, int] = {
     "offline": 1,
     "deployment": 1,
     "doctor": 1,
+    "engine-check": 1,
     "error": 1,
 }
 

@@ -140,6 +140,7 @@ def evaluate(
     target_class: str | None = None,
     aux_layers: Sequence[int] | None = None,
     use_d2t: bool = True,
+    late_positions: int | None = None,
     prompts: list[Prompt] | str | Path | None = None,
     target=None,
     target_config: TargetConfig | None = None,
@@ -147,7 +148,8 @@ def evaluate(
     **options,
 ) -> OfflineRow:
     """Offline acceptance of `draft` on `target_dir`, wired as `engine` wires it for the
-    target class (None: the healthy wiring), with the what-ifs given; `options` are `Options`.
+    target class (None: the healthy wiring), with the what-ifs given (`aux_layers`, `use_d2t`,
+    `late_positions`: see `plan_wiring`); `options` are `Options`.
 
     `draft`: its folder, or the draft opened once (`open_draft`) for every row of a command.
     `prompts`: objects, a JSONL file, or None for `prompts.jsonl` beside the target. `target`: a
@@ -172,6 +174,7 @@ def evaluate(
         target_class=target_class,
         aux_layers=aux_layers,
         use_d2t=use_d2t,
+        late_positions=late_positions,
     )
     findings = plan.findings + check_pair(target_cfg, draft_cfg)
     label = label or default_label(plan.wiring)

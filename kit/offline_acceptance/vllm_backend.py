@@ -23,9 +23,9 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,11 +63,14 @@ ENVIRONMENT = {
 @dataclass(frozen=True)
 class EngineSettings:
     """How the engine runs: devices, dtype (float32: the arithmetic of the kit's CPU reference,
-    so greedy counts can be equal), where its log goes."""
+    so greedy counts can be equal), where its log goes. `engine_args`: more `vllm.LLM` keyword
+    arguments, over the defaults `start` passes (a `speculative_config` given there adds its
+    keys to the draft's); the engine check runs a user's launch flags this way."""
 
     tensor_parallel_size: int = 1
     engine_dtype: str = "float32"
     engine_log: str | Path | None = None
+    engine_args: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.tensor_parallel_size < 1:
@@ -227,22 +230,21 @@ def start(
     with _engine_log(settings.engine_log):
         from vllm import LLM
 
+        extra = dict(settings.engine_args)
+        speculative = {"method": "eagle3", "model": str(draft_dir), "num_speculative_tokens": k}
+        speculative.update(extra.pop("speculative_config", None) or {})
+        args = {
+            "model": str(target_dir),
+            "dtype": settings.engine_dtype,
+            "tensor_parallel_size": settings.tensor_parallel_size,
+            "enforce_eager": True,  # no compile warm-up: the figures do not depend on it
+            "enable_prefix_caching": False,  # every prompt computed in full, as the kit does
+            "disable_log_stats": False,  # the spec-decode counters
+            "per_request_spec_decode_metrics": "summary",  # each request's own histogram
+            "seed": seed,
+        }
         try:
-            llm = LLM(
-                model=str(target_dir),
-                dtype=settings.engine_dtype,
-                tensor_parallel_size=settings.tensor_parallel_size,
-                enforce_eager=True,  # no compile warm-up: the figures do not depend on it
-                enable_prefix_caching=False,  # every prompt computed in full, as the kit does
-                disable_log_stats=False,  # the spec-decode counters
-                per_request_spec_decode_metrics="summary",  # each request's own histogram
-                seed=seed,
-                speculative_config={
-                    "method": "eagle3",
-                    "model": str(draft_dir),
-                    "num_speculative_tokens": k,
-                },
-            )
+            llm = LLM(**{**args, **extra}, speculative_config=speculative)
         except Exception as e:  # whatever vLLM raises at start-up is the finding
             logging.getLogger("vllm").error("engine start-up failed: %s: %s", type(e).__name__, e)
             raise EngineCrash(e) from e

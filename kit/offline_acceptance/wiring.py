@@ -145,11 +145,14 @@ def plan_wiring(
     target_class: str | None = None,
     aux_layers: Sequence[int] | None = None,
     use_d2t: bool = True,
+    late_positions: int | None = None,
 ) -> Plan:
     """The healthy wiring (`engine` None) or the one `engine` sets up for the target class.
 
     `aux_capture`: None follows the release's own rule for the class; False is a deployment
-    whose target captures nothing (`--no-aux-capture`).
+    whose target captures nothing (`--no-aux-capture`). `late_positions`: what-if, the draft
+    steps after the first run that many positions late whatever the release's rule (the engine
+    check's model of a build that drafts late).
     """
     release = parse_engine(engine) if engine else healthy_release(ck, draft_cfg)
     cls = target_class or target_cfg.architecture
@@ -167,8 +170,12 @@ def plan_wiring(
                         tuple(cap.captured_layers), use_d2t, aux_capture,
                         aux_off_reason=_off_reason(cap, draft_cfg))  # fmt: skip
     wiring = _what_if(wiring, target_cfg, aux_layers)
-    if engine is not None:
-        wiring = replace(wiring, late_positions=late_positions(release))
+    if late_positions is not None:
+        what = f"draft steps after the first {positions_late(late_positions)}"
+        wiring = replace(wiring, late_positions=late_positions,
+                         what_if=(*wiring.what_if, what))  # fmt: skip
+    elif engine is not None:
+        wiring = replace(wiring, late_positions=release_late_positions(release))
     # measured as the release serves the draft: under its own config form when it refuses the
     # config as saved (the findings keep the refusal); only a server that does not start at all
     # even then is a crash
@@ -191,7 +198,7 @@ def healthy_release(ck: Checkpoint, cfg: DraftConfig) -> EngineRelease:
     return default
 
 
-def late_positions(release: EngineRelease) -> int:
+def release_late_positions(release: EngineRelease) -> int:
     """How many positions late `release` runs the draft steps after the first (0: as trained,
     or the engine's rule not read)."""
     row = ENGINES[release.name].draft_positions(release)
