@@ -62,6 +62,7 @@ class Seen:
     tokenizer: bool = False  # the target's tokenizer (a target folder): its chat template
     launch: bool = False  # the server's launch line
     engine_observed: bool = False  # a `kit watch` report of the running engine
+    engine_checked: bool = False  # an engine check of the release judged (`engine-check`)
     aux_capture_given: bool | None = None  # the user asserted aux capture on / off
     widths_equal: bool | None = None  # target hidden == draft hidden: capture off is silent
     server_ran: bool = False  # a log with acceptance figures
@@ -177,6 +178,18 @@ CAUSES: tuple[Cause, ...] = (
     ),
 )
 
+
+# The engine build itself, measured by an engine check on the bundled pair: assessed first, and
+# only when a check of the release judged was given (its codes: kit.engine_check.verdict).
+ENGINE_CAUSE = Cause(
+    "engine",
+    "the engine build",
+    "the engine build drafts or verifies wrong on a pair whose acceptance is known (a known "
+    "engine defect, or an unexplained engine-side loss)",
+    frozenset({"ENGINE_KNOWN_DEFECT", "ENGINE_UNEXPLAINED_LOSS"}),
+    ("engine_checked",),
+    lambda s: "eagle3-kit engine-check --launch LINE in the serving Python",
+)
 
 # Causes that cost acceptance without holding it at the floor: assessed when a log sits below
 # what the draft should reach (and listed apart when it sits at the floor).
@@ -367,6 +380,8 @@ def diagnose(
         confirmed = [a for a in map(lambda c: _assess(c, findings, seen), CAUSES)
                      if a.status is Status.CONFIRMED]  # fmt: skip
         assessed = confirmed + _ranked(_assess(c, findings, seen) for c in PARTIAL_CAUSES)
+    if seen.engine_checked:  # the engine build before the draft
+        assessed.insert(0, _assess(ENGINE_CAUSE, findings, seen))
     explained = {code for a in assessed for code in a.cause.codes}
     partial = [
         f
@@ -453,6 +468,7 @@ def _data_path(cause: Cause, seen: Seen, missing: list[str]) -> Assessment:
 
 
 _WHAT = {
+    "engine_checked": "an engine check of the release (the bundled pair on the serving engine)",
     "weights": "the draft checkpoint",
     "served_config": "the draft config the server read",
     "target": "the target's config",

@@ -111,13 +111,17 @@ def diagnose(
     launch: str | Path | None = None,
     train_tokenizer: str | Path | None = None,
     watch: str | Path | None = None,
+    engine_check: str | Path | None = None,
 ) -> Diagnosis:
     """Run every check the inputs allow. A `watch` report (`python -m kit watch`) is evidence
     from the running engine, ranked above every prediction; the draft, target and release it
     names are used where not given. `draft_config` (default: the draft's) is what is traced;
     a transformers `target` adds offline acceptance, whose healthy figure becomes the expected
     accept length the logs are judged against (unless `expected_accept_len` is given). A
-    `launch` line adds the deployment check and, without `engine`, names the release."""
+    `launch` line adds the deployment check and, without `engine`, names the release. An
+    `engine_check` report (`eagle3-kit engine-check`) says whether the engine build itself drafts
+    right: an engine-side loss it measured is a cause before the draft is blamed; with no other
+    input naming the release, the release it ran is judged."""
     from kit.checkpoint.hub import is_remote
     from kit.engines import release_findings
     from kit.load.findings import reconcile
@@ -131,6 +135,11 @@ def diagnose(
         draft, engine = draft or seen.draft, engine or seen.engine
         target_config = target_config or seen.target
     require_inputs(draft, target_config, draft_config, *logs, baseline_log, target, train_tokenizer)
+    require_inputs(engine_check)
+    if engine_check is not None and engine is None and launch is None and not logs:
+        from kit.engine_check.report import load_report
+
+        engine = load_report(engine_check).release
     served, release_choice, runs = _release(engine, launch, logs, num_draft_tokens)
     release = release_choice.release
     report = Diagnosis(str(release), release=release_choice)
@@ -139,6 +148,13 @@ def diagnose(
 
         report.checks[CHECK] = seen.findings
         report.facts.update(seen.facts)
+    checked = None
+    if engine_check is not None:
+        from kit.engine_check.evidence import CHECK, engine_evidence
+
+        checked = engine_evidence(engine_check, str(release))
+        report.checks[CHECK] = checked.findings
+        report.facts.update(checked.facts)
     if assumed := release_findings(release):
         report.checks["release"] = assumed
     # each input opened once: every check below takes these values, never the paths again
@@ -183,6 +199,7 @@ def diagnose(
     report.seen = _seen(report, draft, launch, has_weights, capture, seen is not None, aux_capture)
     report.seen = replace(
         report.seen,
+        engine_checked=checked is not None and checked.applies,
         server_ran=ran,
         capture_notes=_capture_elsewhere(report, traced, target_cfg, target_class, ran),
         target_dir=_given(target or target_config),

@@ -40,7 +40,7 @@ class Verdict:
 
 def summarise(report: Diagnosis) -> Verdict:
     holds, unchecked = [], []
-    for part in (_load, _capture, _offline):
+    for part in (_load, _capture, _offline, _engine):
         held, missing = part(report)
         holds += held
         unchecked += missing
@@ -114,6 +114,15 @@ def _offline(report: Diagnosis) -> tuple[list[str], list[str]]:
     if deployed is not None and lo <= deployed <= hi:
         held.append(f"as deployed {deployed:.2f}, within the healthy interval")
     return held, []
+
+
+def _engine(report: Diagnosis) -> tuple[list[str], list[str]]:
+    """An engine check of the release judged that found it drafting as expected."""
+    from kit.engine_check.verdict import AS_EXPECTED
+
+    found = report.checks.get("engine_check", [])
+    clean = next((f for f in found if f.code == AS_EXPECTED), None)
+    return ([f"the engine build drafts as expected ({clean.title})"] if clean else []), []
 
 
 def summarise_run(run: Run) -> Verdict:

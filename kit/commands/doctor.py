@@ -22,6 +22,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="REPORT",
         help="a `kit watch` report: what the running engine did, ranked above predictions",
     )
+    p.add_argument(
+        "--engine-check",
+        type=Path,
+        metavar="REPORT",
+        help="an `engine-check` report: whether the engine build itself drafts right",
+    )
     add_fail_on(p)
     p.add_argument("--json", action="store_true", help="JSON for programs")
 
@@ -33,11 +39,11 @@ def run(args: argparse.Namespace) -> int:
     from kit.schema import stamped
     from kit.verdict import diagnose
 
-    if not (args.draft or args.target_config or args.logs or args.target or args.launch) and (
-        args.watch is None
-    ):
+    given = (args.draft, args.target_config, args.logs, args.target, args.launch, args.watch)
+    if not any(given) and args.engine_check is None:
         raise KitError(
-            "nothing to check: give --draft, --target-config, --target, --log, --launch or --watch"
+            "nothing to check: give --draft, --target-config, --target, --log, --launch, --watch "
+            "or --engine-check"
         )
     report = diagnose(
         args.draft,
@@ -55,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         launch=args.launch,
         train_tokenizer=args.train_tokenizer,
         watch=args.watch,
+        engine_check=args.engine_check,
     )
     if args.json:
         print(dumps(stamped("doctor", report.to_dict())))

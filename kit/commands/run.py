@@ -33,6 +33,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a `kit watch` report: what the running engine did, ranked above predictions",
     )
     p.add_argument(
+        "--engine-check",
+        type=Path,
+        metavar="REPORT",
+        help="an `engine-check` report: whether the engine build itself drafts right",
+    )
+    p.add_argument(
         "--probe-interval",
         type=positive_float,
         default=10.0,
@@ -88,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         probe=args.probe,
         probe_interval=args.probe_interval,
         watch=args.watch,
+        engine_check=args.engine_check,
     )
     result = run_notebooks(
         inputs,

@@ -221,17 +221,23 @@ DEFAULT_ON = (
 
 def bisect_steps(p: RunPlan, cuda: bool) -> list[tuple[str, RunPlan]]:
     """One rerun per setting that can change drafting: each applied flag of the line back at
-    the engine's default, and each default a known defect depends on switched off."""
+    the engine's default (a default-on feature the line switches on explicitly: off), and each
+    default a known defect depends on switched off."""
+    off = {key: (value, flag) for _, key, value, flag in DEFAULT_ON}
     steps: list[tuple[str, RunPlan]] = []
     for s in p.applied:
         if s.key is None or s.name == "speculative_config.num_speculative_tokens":
             continue
-        default = ENGINE_DEFAULTS.get(s.key) if not s.key.startswith("env:") else None
-        steps.append((f"without {s.name}", with_facts(p.with_value(s.key, default), cuda)))
-    for fact, key, off, flag in DEFAULT_ON:
+        if s.key in off and s.value != off[s.key][0]:
+            value, label = off[s.key][0], f"with {off[s.key][1]}"
+        else:
+            value = None if s.key.startswith("env:") else ENGINE_DEFAULTS.get(s.key)
+            label = f"without {s.name}"
+        steps.append((label, with_facts(p.with_value(s.key, value), cuda)))
+    for fact, key, value, flag in DEFAULT_ON:
         given = any(s.key == key for s in p.applied)
         if fact in p.facts and not given:
-            steps.append((f"with {flag}", with_facts(p.with_value(key, off), cuda)))
+            steps.append((f"with {flag}", with_facts(p.with_value(key, value), cuda)))
     return steps
 
 

@@ -246,6 +246,21 @@ def observed_html(run: Run) -> str:
     )
 
 
+def engine_check_html(run: Run) -> str:
+    """The engine build measured on the bundled pair (`run --engine-check`): an engine-side loss
+    is a cause before the draft; a clean check rules the engine out."""
+    if not run.engine_checked:
+        return ""
+    path = run.inputs.get("engine_check") or ""
+    return (
+        '<section class="card"><h2>The engine build, checked</h2>'
+        f"<p>From the engine-check report <code>{escape(str(path))}</code>: the serving engine "
+        "ran the kit's bundled pair, whose acceptance the kit predicts exactly for each release; "
+        f"a departure is the engine's, not the draft's.</p>{findings_html(run.engine_checked)}"
+        "</section>"
+    )
+
+
 def render(run: Run) -> str:
     """The whole postmortem page."""
     failed = sum(s.status == Status.FAILED for s in run.steps)
@@ -257,6 +272,7 @@ def render(run: Run) -> str:
         f"{run.seconds:.1f} s</p>"
         f"{verdict_html(run)}"
         f"{observed_html(run)}"
+        f"{engine_check_html(run)}"
         f'<section class="card"><h2>What ran</h2>{status_html(run)}</section>'
         + "".join(step_html(s) for s in run.steps)
         + runs_html(run)

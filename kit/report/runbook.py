@@ -70,6 +70,7 @@ class RunInputs:
     probe: str | None = None  # a running server's URL: its live figures (notebook 4)
     probe_interval: float = 10.0  # seconds between the probe's two metrics scrapes
     watch: Path | None = None  # a `kit watch` report: the running engine's evidence, ranked first
+    engine_check: Path | None = None  # an `engine-check` report: the engine build, measured
 
     @property
     def chain_length(self) -> int:
@@ -481,7 +482,7 @@ def run(
     """Plan, execute and write `run.json`, `findings.json` and `postmortem.html` into `out_dir`."""
     i = inputs
     require_inputs(i.draft, i.target, i.target_config, i.trace_draft, *i.logs, i.baseline_log,
-                   i.train_tokenizer)  # fmt: skip
+                   i.train_tokenizer, i.engine_check)  # fmt: skip
     try:  # before any notebook runs: a file in the way is one clear error
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -510,6 +511,11 @@ def run(
     observed = seen.findings if seen is not None else []
     result = Run(inputs.to_dict(), all_steps, time.perf_counter() - t0, observed)
     result.release = release.to_dict()
+    if inputs.engine_check is not None:
+        from kit.engine_check.evidence import engine_evidence
+
+        checked = engine_evidence(inputs.engine_check, str(release.release))
+        result.engine_checked, result.engine_check_applies = checked.findings, checked.applies
     (out_dir / SUMMARY_NAME).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
     (out_dir / "findings.json").write_text(
         json.dumps([f.to_dict() for f in result.findings], indent=2) + "\n"

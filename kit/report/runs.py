@@ -99,6 +99,8 @@ class Run:
     seconds: float = 0.0
     observed: list[Finding] = field(default_factory=list)  # a `kit watch` report's (run --watch)
     release: dict[str, Any] = field(default_factory=dict)  # how the release was chosen
+    engine_checked: list[Finding] = field(default_factory=list)  # run --engine-check's findings
+    engine_check_applies: bool = False  # that check ran the release judged
 
     @property
     def findings(self) -> list[Finding]:
@@ -115,7 +117,9 @@ class Run:
                 seen.setdefault((f.code, "" if f.root_cause else f.title), f)
         from kit.watch.as_evidence import observed_first
 
-        found = observed_first(ranked([*seen.values(), *self.failures()]), self.observed)
+        found = observed_first(
+            ranked([*seen.values(), *self.failures(), *self.engine_checked]), self.observed
+        )
         target = self.inputs.get("target") or self.inputs.get("target_config")
         inputs = {"draft": self.inputs.get("draft"), "target": target}
         return with_inputs(found, {**inputs, "release": self.inputs.get("engine")})
@@ -187,6 +191,7 @@ class Run:
             tokenizer=self.ran("05_offline_acceptance") is not None,
             launch=bool(launch) and self.ran("06_deployment_check") is not None,
             engine_observed=bool(self.observed),
+            engine_checked=self.engine_check_applies,
             aux_capture_given=self.inputs.get("aux_capture"),
             widths_equal=widths[0] == widths[1] if None not in widths else None,
             server_ran=self.server_ran(),
@@ -222,6 +227,8 @@ class Run:
             "seconds": round(self.seconds, 2),
             "steps": [s.to_dict() for s in self.steps],
             "observed": [f.to_dict() for f in self.observed],
+            "engine_checked": [f.to_dict() for f in self.engine_checked],
+            "engine_check_applies": self.engine_check_applies,
         }
 
 
@@ -236,7 +243,9 @@ def load_run(run_dir: str | Path) -> Run:
         steps = [_step(d, folder, summary) for d in data["steps"]]
         observed = [Finding.from_dict(f) for f in data.get("observed", [])]
         release = dict(data.get("release") or {})
-        return Run(dict(data["inputs"]), steps, float(data.get("seconds", 0.0)), observed, release)
+        checked = [Finding.from_dict(f) for f in data.get("engine_checked", [])]
+        return Run(dict(data["inputs"]), steps, float(data.get("seconds", 0.0)), observed, release,
+                   checked, bool(data.get("engine_check_applies")))  # fmt: skip
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise KitError(
             f"not a run summary this kit wrote ({type(e).__name__}: {e})", summary
