@@ -28,7 +28,22 @@ import kit
 
 LINES = log_lines()
 INFO, SGLANG_METRICS, VLLM_METRICS = server_texts()
-METRIC_LINES = (SGLANG_METRICS + VLLM_METRICS).decode().splitlines()
+# llama.cpp's and TensorRT-LLM's spec-decode counters (llama.cpp PR #26389; TensorRT-LLM
+# tensorrt_llm/metrics/collector.py), as their servers write them
+OTHER_METRICS = """# TYPE llamacpp:spec_decode_num_drafts counter
+llamacpp:spec_decode_num_drafts 87
+llamacpp:spec_decode_num_draft_tokens 259
+llamacpp:spec_decode_num_accepted_tokens 167
+llamacpp:spec_decode_num_accepted_tokens_per_pos{position="0"} 70
+llamacpp:spec_decode_num_accepted_tokens_per_pos{position="1"} 55
+# TYPE trtllm_spec_decode_num_draft_tokens_total counter
+trtllm_spec_decode_num_draft_tokens_total{model_name="m",engine_type="trtllm"} 261.0
+trtllm_spec_decode_num_accepted_tokens_total{model_name="m",engine_type="trtllm"} 167.0
+trtllm_spec_decode_acceptance_length{model_name="m",engine_type="trtllm"} 2.5
+trtllm_spec_decode_drafted_tokens_total{model_name="m",token_position="0"} 87.0
+trtllm_spec_decode_accepted_tokens_total{model_name="m",token_position="0"} 70.0
+"""
+METRIC_LINES = (SGLANG_METRICS + VLLM_METRICS).decode().splitlines() + OTHER_METRICS.splitlines()
 ENGINES = st.sampled_from([None, *RELEASES])
 
 
