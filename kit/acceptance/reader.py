@@ -11,6 +11,7 @@ tells the era) or not at all.
 
 from __future__ import annotations
 
+import difflib
 import io
 import json
 import os
@@ -21,7 +22,7 @@ from typing import Any, BinaryIO, TextIO
 from kit.acceptance import fields, filekind, lines, prometheus, release, server_info
 from kit.acceptance.logfile import LogReader
 from kit.acceptance.model import LogRun
-from kit.engines import RELEASES, EngineRelease, parse_engine
+from kit.engines import RELEASES, EngineRelease, did_you_mean, parse_engine
 from kit.errors import KitError
 from kit.limits import NOT_JSON, try_loads
 
@@ -42,8 +43,13 @@ def given_engine(text: str | None) -> tuple[str | None, EngineRelease | None]:
         )
     if name not in FAMILIES:
         known = ", ".join(f"{n}==X" for n in RELEASES)
+        hint = did_you_mean(text, FAMILIES) or next(
+            iter(difflib.get_close_matches(name.replace("-", "_"), FAMILIES, n=1)), None
+        )
         raise KitError(
-            f"unknown engine {text!r}; use {known}, or a name alone: {', '.join(FAMILIES)}"
+            f"unknown engine {text!r}; "
+            + (f"did you mean {hint}? " if hint else "")
+            + f"use {known}, or a name alone: {', '.join(FAMILIES)}"
         )
     return name, None
 

@@ -125,7 +125,13 @@ def _target(
 
 
 def _release(engine: str | None) -> EngineRelease | None:
-    return parse_engine(engine) if engine and "==" in engine else None
+    """The release `engine` names; None for none or a bare engine name (a launch line's release
+    is then assumed). Any other spelling is refused by `parse_engine`, with a did-you-mean."""
+    from kit.engines import ENGINES
+
+    if not engine or engine.strip().lower() in ENGINES:
+        return None
+    return parse_engine(engine)
 
 
 def _local_model(value: str | None) -> Path | None:
