@@ -25,10 +25,13 @@ from kit.deployment.lines import read_served
 from kit.deployment.served import Served, local_path
 from kit.deployment.serving import (
     algorithm,
+    any_engine_fix,
     chain,
     known_issues,
     launch_findings,
+    longer_than_trained,
     loose_verification,
+    trained_unroll,
 )
 from kit.engines import EngineRelease, parse_engine
 from kit.engines.serving import Method
@@ -72,12 +75,15 @@ def check(
     train_tokenizer: str | Path | None = None,
     served_tokenizer: str | Path | None = None,
     accept_len: float | None = None,
+    chain: tuple[int, str] | None = None,
 ) -> DeploymentReport:
     """Every deployment rule the inputs allow. `engine` is `ENGINE==X` (or a bare engine name
     with a launch line: the release is then assumed, and said so); draft and target paths named
     in the launch line are used when they exist here. `accept_len` (observed, e.g. from the
-    server log) makes a quantized target a root cause when acceptance is near zero. A draft
-    (`kit.checkpoint.Draft`) or target config already opened is taken as it is, not read again."""
+    server log) makes a quantized target a root cause when acceptance is near zero. `chain`,
+    drafts per step and where they were read (the logs), is checked against the draft's
+    training unroll when no launch line says it. A draft (`kit.checkpoint.Draft`) or target
+    config already opened is taken as it is, not read again."""
     served = launch if isinstance(launch, Served) or launch is None else read_served(launch, engine)
     release = served.release if served else _release(engine)
     draft_cfg, draft_dir = _draft(draft, served)
@@ -94,6 +100,7 @@ def check(
         report.findings += _serving_findings(served, draft_cfg, target_cfg, draft_dir)
     elif not served:
         report.skipped["launch"] = "no launch line given"
+        report.findings += _chain_without_launch(chain, draft_cfg, release)
     weights = draft.checkpoint if isinstance(draft, Draft) and draft.checkpoint else draft_dir
     report.findings += _tokenizer_findings(
         served, draft_cfg, weights, target_dir, train_tokenizer, served_tokenizer, report
@@ -163,6 +170,20 @@ def _serving_findings(
 
         out += simulate_capture(target, draft, served.release).findings
     return out
+
+
+def _chain_without_launch(
+    chain: tuple[int, str] | None, draft: DraftConfig | None, release: EngineRelease | None
+) -> list[Finding]:
+    """The chain the logs show against the draft's training unroll (a launch line's chain is
+    judged with its own flags, `kit.deployment.serving.chain`)."""
+    trained = trained_unroll(draft)
+    if chain is None or not trained or chain[0] <= trained:
+        return []
+    fix = any_engine_fix(trained)
+    return [
+        longer_than_trained(trained, chain[0], chain[1], fix, str(release) if release else None)
+    ]
 
 
 def _tokenizer_findings(
