@@ -212,9 +212,9 @@ def resolve_arguments(args: Any, argv: list[str] | None = None) -> None:
         value = getattr(args, name, None)
         if isinstance(value, str | Path) and not Path(value).exists():
             typed = _as_typed(value, argv or [])
-            if typed is not None and looks_local(typed):
-                raise KitError("no such file or folder (spelled as a local path, so the Hub was "
-                               "not asked)", typed)  # fmt: skip
+            if typed is not None and looks_local(typed) and parse_repo_id(str(Path(value))):
+                raise KitError("no such file or directory (spelled as a local path, so the Hub "
+                               "was not asked)", typed)  # fmt: skip
             resolved = resolve(value, target=target, download=download)
             setattr(args, name, resolved if isinstance(value, Path) else str(resolved))
 
