@@ -235,3 +235,25 @@ def test_numbers_of_one_width_are_read_at_fixed_offsets(tmp_path, monkeypatch):
     monkeypatch.setattr(columns, "MAX_PATTERNS", 0)
     (full,) = parse_files([p])
     assert snapshot(fast) == snapshot(full)
+
+
+def test_a_byte_that_is_no_utf8_among_the_timestamps_digits_is_read_as_the_field_reader_does(
+    tmp_path, monkeypatch
+):
+    """The prefix's digits are not checked by a pattern: a byte there that UTF-8 cannot decode
+    gives a window without a time, as the field reader's, not a UnicodeDecodeError."""
+    line = (
+        b"[2026-01-05 08:00:%02d] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
+        b"accept len: 1.00, accept rate: 0.20, cuda graph: True, gen throughput (token/s): "
+        b"80.00, #queue-req: 1\n"
+    )
+    good = b"".join(line % (i % 60) for i in range(3000))
+    p = tmp_path / "server.log"
+    p.write_bytes(good + (line % 1).replace(b"08:00:01", b"08:0\xff:01") * 3 + good)
+    monkeypatch.setattr(model, "MAX_WINDOWS", 100_000)  # every window kept, the odd ones too
+    (fast,) = parse_files([p])
+    assert [w.t for w in fast.windows].count(None) == 3
+    assert "floor" in fast.example_lines
+    monkeypatch.setattr(columns, "MAX_PATTERNS", 0)
+    (full,) = parse_files([p])
+    assert snapshot(fast) == snapshot(full)

@@ -176,8 +176,10 @@ class LogReader:
         printed values counted as scaled integers, so each distinct one is folded once."""
         run = self.run
         for name, s in scale.items():
+            if name == "running":
+                continue  # read for the windows kept only
             v = values[name][rows]
-            if name == "running" or not len(v):
+            if not len(v):
                 continue
             if name == "throughput":
                 lo, hi = int(v.min()), int(v.max())
@@ -221,8 +223,8 @@ class LogReader:
         }
         al, ar, tput, running = (figures[n].tolist() for n in FIGURES)
         out = []
-        for k, row in enumerate(rows.tolist()):
-            head = bytes(buf[starts[row] : starts[row] + 24]).decode()
+        for k, (row, s) in enumerate(zip(rows.tolist(), starts[rows].tolist(), strict=True)):
+            head = buf[s : s + 24].decode("utf-8", "replace")  # the prefix's digits are unchecked
             out.append(Window(
                 t=sglang_log.timestamp(head),
                 accept_len=None if al[k] != al[k] else al[k],  # nan: the pattern has no such field
@@ -241,7 +243,7 @@ class LogReader:
         at = np.flatnonzero(al < AT_FLOOR * scale[self._which[rows]])
         if len(at):
             row = int(rows[at[0]])
-            line = bytes(buf[starts[row] : ends[row]]).decode()
+            line = bytes(buf[starts[row] : ends[row]]).decode("utf-8", "replace")
             self.run.example_lines["floor"] = f"line {self.line_no + row + 1}: {line[:400]}"
 
     def _fold_histograms(self) -> None:
