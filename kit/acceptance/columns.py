@@ -187,29 +187,28 @@ class Pattern:
         """(rows that match, kept numbers as scaled integers) for lines [starts, ends).
 
         Reads are made in order, one gather each (where each starts depends on the widths of
-        the open numbers before it); a row that differs anywhere gets bits in `bad`.
+        the open numbers before it); a row that differs anywhere is not ok.
         """
-        bad = np.zeros(len(starts), np.uint64)
+        ok = np.ones(len(starts), bool)
         at = starts
         values: dict[str, np.ndarray] = {}
         self.widths = []
         for r in self._reads:
             words = chunk.read(at - r.lead, r.size).view(np.uint64).reshape(len(at), -1)
             for w, keep, want in r.checks:
-                bad |= (words[:, w] ^ want) & keep if keep != _ALL else words[:, w] ^ want
+                ok &= (words[:, w] & keep) == want if keep != _ALL else words[:, w] == want
             for w, high in r.digits:
                 t = words[:, w] ^ _ZEROS
-                bad |= ((t + _NINES) | t) & high
+                ok &= (((t + _NINES) | t) & high) == 0
             for offset, number in r.fixed:
                 values[number.name] = _fixed_value(words, offset, number)  # type: ignore[index]
             at = at + r.length
             if r.number is not None:
-                width = _number(r.number, words[:, -1], bad, values)
+                width = _number(r.number, words[:, -1], ok, values)
                 self.widths.append(width)
                 at = at + width + (1 + r.number.decimals if r.number.decimals else 0)
-            if len(at) < FEW_ROWS and bad.all():  # the few lines a pattern before left: none
-                return np.zeros(len(at), bool), {}
-        ok = bad == 0
+            if len(at) < FEW_ROWS and not ok.any():  # the few lines a pattern before left
+                return ok, {}
         ok &= at == ends
         return ok, values
 
@@ -260,9 +259,9 @@ def _fixed_value(words: np.ndarray, offset: int, number: _Number) -> np.ndarray:
     return _digits(t << _U(8 * (8 - width - dec)))
 
 
-def _number(number: _Number, x: np.ndarray, bad: np.ndarray, values: dict) -> np.ndarray:
+def _number(number: _Number, x: np.ndarray, ok: np.ndarray, values: dict) -> np.ndarray:
     """The width of the number at the start of each word `x` (its digits before any point); a kept
-    number's value, scaled by 10**decimals, goes into `values`; bad rows get bits in `bad`.
+    number's value, scaled by 10**decimals, goes into `values`; rows it cannot be are not `ok`.
 
     An unkept number's point and decimals are skipped unchecked: no field the field reader reads
     can hide in them, and the text after them is checked.
@@ -272,11 +271,11 @@ def _number(number: _Number, x: np.ndarray, bad: np.ndarray, values: dict) -> np
     width = np.bitwise_count((nondigit & -nondigit) - _U(1)) >> 3  # uint8, 0-8
     dec = number.decimals
     if number.name is not None:  # (an unkept number of no digit or too many fails the text after)
-        bad |= (width - 1) > (6 - dec if dec else MAX_DIGITS - 1)  # none wraps to 255
+        ok &= (width - 1) <= (6 - dec if dec else MAX_DIGITS - 1)  # none wraps to 255
         shift = width << 3
         if dec:
-            bad |= ((x >> shift) & _U(0xFF)) ^ _U(46)  # the point
-            bad |= (nondigit >> (shift + 8)) & _U((1 << (8 * dec)) - 1)  # the decimals
+            ok &= ((x >> shift) & _U(0xFF)) == _U(46)  # the point
+            ok &= (nondigit >> (shift + 8)) & _U((1 << (8 * dec)) - 1) == 0  # the decimals
             low = (_U(1) << shift) - _U(1)
             x = (x & low) | ((x >> _U(8)) & ~low)  # the point taken out: the digits in a row
         values[number.name] = _value(x, width + dec)
