@@ -114,7 +114,9 @@ def check(
     elif not served:
         report.skipped["launch"] = "no launch line given"
         report.findings += _chain_without_launch(chain, draft_cfg, release)
-    ck = _header(weights) if served and served.method is Method.EAGLE3 else None
+    # a Draft opened without its weights (doctor's --draft-config) has no header to read here
+    header = draft.checkpoint if isinstance(draft, Draft) else weights
+    ck = _header(header) if served and served.method is Method.EAGLE3 else None
     report.findings += quant_findings(served, draft_cfg, target_cfg, ck, release)
     report.findings += _tokenizer_findings(
         served, draft_cfg, weights, target_dir, train_tokenizer, served_tokenizer, report
