@@ -524,6 +524,7 @@ _WHAT = {
     "served_config": "the draft config the server read",
     "target": "the target's config",
     "launch": "the launch line",
+    "tokenizer": "the target's tokenizer (a target folder)",
 }
 
 

@@ -96,6 +96,33 @@ class RunPlan:
         }
 
 
+SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+def redacted(launch: str) -> str:
+    """A launch line as the report keeps it: the value of an environment variable that is not
+    the engine's, or of a flag named like a credential, replaced by `…` (a report gets shared)."""
+    import shlex
+
+    try:
+        words = shlex.split(launch, comments=True)
+    except ValueError:
+        return "(a launch line that does not split as a shell would)"
+    out, hide_next = [], False
+    for word in words:
+        name, eq, _ = word.partition("=")
+        secret = any(w in name.lower() for w in SECRET_WORDS)
+        foreign = name.isidentifier() and not name.startswith(("VLLM_", "SGLANG_"))
+        if hide_next:
+            out.append("…")
+        elif eq and (foreign or (name.startswith("--") and secret)):
+            out.append(f"{name}=…")
+        else:
+            out.append(word)
+        hide_next = word.startswith("--") and not eq and secret
+    return shlex.join(out)
+
+
 def _assign(args: dict[str, Any], key: str, value: Any) -> None:
     """`key` is an argument name or `outer.inner` inside a dict argument; None removes it."""
     outer, _, inner = key.partition(".")

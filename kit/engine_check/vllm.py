@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kit.engine_check.plan import RunPlan, Setting, Status
+from kit.engine_check.plan import SECRET_WORDS, RunPlan, Setting, Status, redacted
 from kit.engines import EngineRelease
 from kit.engines.vllm.flags import SPEC_LEGACY, SPEC_SHORTHANDS
 
@@ -146,7 +146,8 @@ def _read_line(
             continue
         why = _dropped(dest, given.value, given.flag.source, cuda)
         if why:
-            settings.append(Setting(given.spelled, given.value, Status.DROPPED, why))
+            shown = "…" if any(w in dest for w in SECRET_WORDS) else given.value
+            settings.append(Setting(given.spelled, shown, Status.DROPPED, why))
         else:
             args[dest] = given.value
             settings.append(Setting(given.spelled, given.value, Status.APPLIED, key=dest))
@@ -259,4 +260,12 @@ def sampling(launch: str | Path | None, release: EngineRelease) -> dict[str, flo
 
 
 def _text(launch: str | Path | None) -> str | None:
-    return None if launch is None else str(launch)
+    """The launch as the report names it: a script by its path, a line with credentials hidden."""
+    if launch is None:
+        return None
+    try:
+        if Path(launch).is_file():
+            return str(launch)
+    except OSError:  # a line longer than a file name may be
+        pass
+    return redacted(str(launch))
