@@ -91,6 +91,7 @@ def diagnose(
     accept length the logs are judged against (unless `expected_accept_len` is given). A
     `launch` line adds the deployment check and, without `engine`, names the release."""
     from kit.checkpoint.hub import is_remote
+    from kit.cost import priced
     from kit.engines import parse_engine, release_findings
     from kit.load.findings import reconcile
 
@@ -134,6 +135,8 @@ def diagnose(
         )
         report.checks["offline"] = reconcile(findings, server_ran=ran)
         report.facts.update(facts)
+        for name, found in report.checks.items():  # the costs the offline rows measured
+            report.checks[name] = priced(found, facts.get("offline_vs_healthy"))
         if expected_accept_len is None:
             expected_accept_len = report.facts.get("offline_accept_len_healthy")
     elif target is not None and draft is not None and remote:
@@ -336,6 +339,8 @@ def offline(
     if (shifted := aux_shift_finding(target, draft, ref, **common)) is not None:
         findings.append(shifted)
     facts: dict[str, Any] = {}
+    if deployed.vs_healthy is not None:
+        facts["offline_vs_healthy"] = deployed.vs_healthy.to_dict()
     for name, row in (("healthy", ref), ("as_deployed", deployed)):
         if row.result is not None:
             facts[f"offline_accept_len_{name}"] = round(row.result.accept_len, 4)

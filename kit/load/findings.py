@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kit.checkpoint.config import DraftConfig
+from kit.cost import unmeasured
 from kit.engines import ENGINES, EngineRelease
 from kit.engines.vocab import Init, Outcome, Refusal, State, TokenMap
 from kit.findings import Finding, Severity
@@ -131,7 +132,7 @@ def findings_for(
         lambda: _flags_ignored(r, rel, cfg),
         lambda: _left_at_init(r, fatal),
     ]
-    return [f for f in (check() for check in checks) if f is not None]
+    return [unmeasured(f) for f in (check() for check in checks) if f is not None]
 
 
 def _still_refused(r: LoadReport) -> Finding:

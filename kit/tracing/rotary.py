@@ -54,7 +54,7 @@ def rotary(cfg: DraftConfig, head_dim: int) -> Rotary:
     layer = cfg.raw.get("transformer_layer_config", cfg.raw)
     scaling = read_rope(layer if isinstance(layer, dict) else cfg.raw).scaling
     theta = cfg.rope_theta
-    base = 1.0 / theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)
+    base = 1.0 / theta ** (_halves(head_dim) / head_dim)
     kind = str((scaling or {}).get("rope_type") or "default")
     if scaling is None or kind in PLAIN:
         return Rotary(base, 1.0, "default")
@@ -71,6 +71,12 @@ def rotary(cfg: DraftConfig, head_dim: int) -> Rotary:
     )
 
 
+def _halves(hd: int) -> torch.Tensor:
+    """0, 2, 4 … hd-2 on the CPU, also inside a meta-device build (a meta tensor here would run
+    torch's Python meta kernels, which import sympy)."""
+    return torch.arange(0, hd, 2, dtype=torch.float32, device="cpu")
+
+
 def _yarn(s: dict[str, Any], theta: float, hd: int) -> Rotary:
     factor = float(s["factor"])
     original = float(s.get("original_max_position_embeddings", 2048))
@@ -85,9 +91,9 @@ def _yarn(s: dict[str, Any], theta: float, hd: int) -> Rotary:
     low, high = max(low, 0), min(high, hd - 1)
     if low == high:
         high += 0.001
-    ramp = ((torch.arange(hd // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1)
+    ramp = ((_halves(hd) / 2 - low) / (high - low)).clamp(0, 1)
     keep = 1 - ramp  # 1: extrapolate (the trained frequency), 0: interpolate by `factor`
-    pos = theta ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd)
+    pos = theta ** (_halves(hd) / hd)
     inv = (1.0 / (factor * pos)) * (1 - keep) + (1.0 / pos) * keep
     return Rotary(inv, _mscale(s, factor), "yarn")
 
