@@ -12,6 +12,7 @@ that the rules and the code that applies them do not import each other.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -46,6 +47,7 @@ class Init(StrEnum):
     ONES = "ones"  # RMSNorm weight
     RANDOM = "random"  # PyTorch default init (nn.Linear weight / bias)
     ZEROS = "zeros"  # e.g. vLLM's draft_id_to_target_id
+    IDENTITY = "identity"  # arange: draft id i is target id i (LMDeploy's MLA token map)
 
     @property
     def left(self) -> str:
@@ -156,6 +158,21 @@ class LoadContext:
     params: dict[str, ParamSpec]
     keys: list[str]
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+
+def untie_trained_head(raw: dict[str, Any], cfg: DraftConfig, keys: Sequence[str]) -> list[str]:
+    """A tied config over a checkpoint that ships its own `lm_head.weight`: the head was trained
+    apart from the embedding (a tied model saves no head), so an engine that ties throws it
+    away. Sets `tie_word_embeddings: false` in `raw` and says so."""
+    if not (cfg.tie_word_embeddings and "lm_head.weight" in keys):
+        return []
+    for section in (raw, raw.get("transformer_layer_config")):
+        if isinstance(section, dict) and section.get("tie_word_embeddings"):
+            section["tie_word_embeddings"] = False
+    return [
+        "tie_word_embeddings: true -> false (the checkpoint ships its own trained lm_head.weight, "
+        "which a tied head discards)"
+    ]
 
 
 def pad64(n: int) -> int:

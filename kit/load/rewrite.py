@@ -104,7 +104,7 @@ def _why(report: LoadReport) -> str:
 def fixed_config(cfg: DraftConfig, ck: Checkpoint, release: EngineRelease) -> tuple[dict, list]:
     """The config.json this release reads (the engine's own form, `rewritten_config`) and what
     changed; a config without `draft_vocab_size` gets the head's row count."""
-    raw, changes = ENGINES[release.name].rewritten_config(cfg, release)
+    raw, changes = ENGINES[release.name].rewritten_config(cfg, release, sorted(ck.tensors))
     if "draft_vocab_size" not in raw and "transformer_layer_config" not in raw:
         head = ck.tensors.get("lm_head.weight")
         raw["draft_vocab_size"] = head.shape[0] if head else cfg.vocab_size
