@@ -9,7 +9,8 @@ the speculators trainer `layers.{i}.*` with the embedding; the EAGLE reference `
 An MLA config (`kv_lora_rank`) gets DeepSeek's attention names (ModelOpt's `KIMIK2_EAGLE_SINGLE_
 LAYER`, nvidia-modelopt `torch/export/plugins/hf_spec_export.py`), a SpecForge `GptOss…Eagle3`
 config its mixture-of-experts MLP (`specforge/modeling/draft/gpt_oss_eagle.py`: the draft layer's
-MLP is transformers' `GptOssMLP`, router and experts).
+MLP is transformers' `GptOssMLP`, router and experts; `qwen3_moe_eagle.py`: a
+`Qwen3MoeSparseMoeBlock`, gate and one MLP per expert).
 """
 
 from __future__ import annotations
@@ -69,10 +70,18 @@ def _attention(c: dict, d_in: int) -> Shapes:
     }
 
 
-def _mlp(c: dict, moe: bool) -> Shapes:
+def _mlp(c: dict, moe: str | None) -> Shapes:
     h = c["hidden_size"]
     inter = c.get("intermediate_size_mlp") or c["intermediate_size"]
-    if moe:  # transformers' GptOssMLP: router, experts with biases
+    if moe == "qwen3_moe":  # transformers 4.5x's Qwen3MoeSparseMoeBlock: gate, one MLP per expert
+        e, mi = c["num_experts"], c["moe_intermediate_size"]
+        out: Shapes = {"mlp.gate.weight": ("BF16", (e, h))}
+        for i in range(e):
+            out |= {f"mlp.experts.{i}.gate_proj.weight": ("BF16", (mi, h)),
+                    f"mlp.experts.{i}.up_proj.weight": ("BF16", (mi, h)),
+                    f"mlp.experts.{i}.down_proj.weight": ("BF16", (h, mi))}  # fmt: skip
+        return out
+    if moe == "gpt_oss":  # transformers' GptOssMLP: router, experts with biases
         e = c["num_local_experts"]
         return {
             "mlp.router.weight": ("BF16", (e, h)),
@@ -99,7 +108,12 @@ def draft_tensors(config: dict, trainer: str) -> Shapes:
         "eagle_aux_hidden_state_layer_ids"
     )
     k = config.get("num_aux_hidden_states") or (len(ids) if ids else 3)
-    moe = "GptOss" in (config.get("architectures") or [""])[0] and "num_local_experts" in c
+    arch = (config.get("architectures") or [""])[0]
+    moe = (
+        "gpt_oss" if "GptOss" in arch and "num_local_experts" in c
+        else "qwen3_moe" if "MoE" in arch and "num_experts" in c
+        else None
+    )  # fmt: skip
     layers = c.get("num_hidden_layers", 1)
     out: Shapes = {}
     for i in range(layers):

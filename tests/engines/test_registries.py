@@ -263,3 +263,23 @@ def test_config_json_is_untouched_by_the_replay(tmp_path):
     before = (folder / "config.json").read_text()
     sim(folder, "vllm==0.33.0")
     assert json.loads((folder / "config.json").read_text()) == json.loads(before)
+
+
+@pytest.mark.parametrize(
+    ("engine", "said"),
+    [("lmdeploy==0.15.0", "deepseek_mtp"),
+     ("lmdeploy==0.18.0", "must use architecture Eagle3DeepseekV2ForCausalLM")],
+)  # fmt: skip
+def test_lmdeploy_builder_of_the_drafts_model_type_comes_before_llamas(tmp_path, engine, said):
+    """LMDeploy picks a config builder by the draft config before Llama's can rename it
+    (configurations/__init__.py imports them alphabetically; builder.py:37-43 takes the first
+    whose condition holds): SpecForge's Kimi-K2 draft says `model_type: kimi_k2`, which
+    DeepSeek's builder (0.15.0) or Kimi-K2's (0.18.0) takes. `kit fix` also writes
+    model_type llama; a llama model_type is the control."""
+    cfg = LLAMA | {"architectures": ["LlamaForCausalLM"], "model_type": "kimi_k2"}
+    folder = draft(tmp_path, cfg, trainer="eagle")
+    assert said in sim(folder, engine).refusal.message
+    plan = plan_fix(open_checkpoint(folder), load_draft_config(folder), engine)
+    assert plan.config["model_type"] == "llama" and plan.after.loads_cleanly
+    control = draft(tmp_path, cfg | {"model_type": "llama"}, trainer="eagle", name="c")
+    assert sim(control, engine).refusal is None

@@ -56,10 +56,6 @@ UNKNOWN_ARCH: list[Row[str]] = [
 # DeepSeek model_type meets DeepSeek's builder, which takes MTP drafts only.
 MLA_ARCH = "Eagle3DeepseekV2ForCausalLM"
 MLA = P + "models/kimi_k25_eagle3.py"
-DEEPSEEK_BUILDER = (
-    "0.18.0 " + P + "configurations/deepseek_v2.py:13 condition model_type in (deepseek_v3, "
-    "deepseek_v2), :31-32 assert spec_method == 'deepseek_mtp'"
-)
 MLA_Q_LORA = MLA + ":109-110 (0.18.0)"
 MLA_ONE_LAYER = "0.18.0 " + P + "configurations/kimi_k2.py:70-73; " + MLA + ":274-275"
 MLA_AUX_IDS = MLA + ":33-50 _get_eagle_aux_layer_ids: exactly three distinct ids (0.18.0)"
@@ -99,8 +95,19 @@ def refuses_config(cfg: DraftConfig, release: EngineRelease) -> Refusal | None:
         row = pick(UNKNOWN_ARCH, release)
         shown = cfg.architectures or []
         return Refusal(f"{row.value}: Can not found rewrite for architectures: {shown}", row.source)
-    if cls.shape is Shape.MLA and cfg.model_type in ("deepseek_v2", "deepseek_v3"):
-        return Refusal("AssertionError: spec_method == 'deepseek_mtp'", DEEPSEEK_BUILDER)
+    taken = registry.claimed(cfg.model_type, release)
+    if cls.shape is Shape.MLA:
+        if taken is None or taken[0] != "kimi_k2":  # only Kimi-K2's builder makes the MLA draft
+            msg = taken[1] if taken and taken[1] else "the MLA draft needs model_type kimi_k2"
+            return Refusal(msg, taken[2] if taken else registry.CLASSES[1].source)
+        return None
+    if taken is not None:
+        module, error, source = taken
+        msg = error or (
+            f"the {module} config builder takes model_type {cfg.model_type!r} ahead of Llama's: "
+            f"the draft is not renamed {CLASS}, and the target class it names is built instead"
+        )
+        return Refusal(msg, source)
     return None
 
 
@@ -192,7 +199,15 @@ def rewritten_config(
             f"speculators config -> flat {ARCH} config (LMDeploy's builder renames it {CLASS})"
         )
     else:
-        changes += _renamed(raw, cfg, release, shape_of(cfg, keys))
+        shape = shape_of(cfg, keys)
+        changes += _renamed(raw, cfg, release, shape)
+        taken = registry.claimed(cfg.model_type, release)
+        if shape is Shape.LLAMA and taken is not None:
+            raw["model_type"] = "llama"
+            changes.append(
+                f"model_type {cfg.model_type!r} -> 'llama' (the {taken[0]} config builder takes "
+                "the other ahead of Llama's, which makes the draft an EAGLE-3 one)"
+            )
     if "target_hidden_size" in raw and raw["target_hidden_size"] is None:
         del raw["target_hidden_size"]
         changes.append("target_hidden_size: null dropped (fc is sized from hidden_size)")

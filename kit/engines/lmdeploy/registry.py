@@ -12,7 +12,7 @@ DeepSeek `model_type` meets DeepSeek's builder, which asserts the method is `dee
 from __future__ import annotations
 
 from kit.checkpoint.config import DraftConfig
-from kit.engines.base import EngineRelease, VersionRange
+from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.classes import DraftClass, Shape, class_for, registered
 
 P = "lmdeploy/pytorch/"
@@ -26,6 +26,47 @@ CLASSES: tuple[DraftClass, ...] = (
                P + "models/module_map.py:334-335 (0.18.0), built for a draft config of "
                "model_type kimi_k2 (configurations/kimi_k2.py:22-26, 64-73)"),
 )  # fmt: skip
+
+
+# Config builders are tried in the order their modules import (alphabetical:
+# configurations/__init__.py walks the package; builder.py:37-43 takes the first whose condition
+# holds, the default last), so a builder of a model_type sorting before `llama` takes the draft
+# before Llama's builder can rename it. model_type -> (its module, the error it meets as a draft;
+# None: the draft keeps its EAGLE name and LMDeploy builds the target class it names).
+_DEEPSEEK = ("deepseek_v2", "AssertionError: spec_method == 'deepseek_mtp'")
+_KIMI = (
+    "kimi_k2",
+    "ValueError: Kimi-K2 EAGLE3 draft config must use architecture Eagle3DeepseekV2ForCausalLM.",
+)
+_COMMON = {
+    "deepseek_v2": _DEEPSEEK, "deepseek_v3": _DEEPSEEK, "deepseek_vl_v2": ("deepseek_vl2", None),
+    "gemma": ("gemma", None), "gemma2": ("gemma", None), "gemma3_text": ("gemma", None),
+    "gpt_oss": ("gpt_oss", None), "chatglm": ("chatglm", None),
+}  # fmt: skip
+CLAIMED_BEFORE_LLAMA: list[Row[dict[str, tuple[str, str | None]]]] = [
+    Row(VersionRange("0.11.0", "0.15.0"), {**_COMMON, "kimi_k2": _DEEPSEEK},
+        "0.11.0 " + P + "configurations/deepseek_v2.py:13, gemma.py, gpt_oss.py:11 conditions"),
+    Row(VersionRange("0.15.0", "0.18.0"),
+        {**_COMMON, "kimi_k2": _DEEPSEEK, "deepseek_v32": ("deepseek_v32", None),
+         "glm_moe_dsa": ("deepseek_v32", None), "deepseek_v4": ("deepseek_v4", None),
+         "glm4_moe": ("glm4", None), "glm4_moe_lite": ("glm4", None), "glm4v": ("glm4_1v", None)},
+        "0.15.0 " + P + "configurations/deepseek_v2.py:13, deepseek_v32.py, glm4.py conditions"),
+    Row(VersionRange("0.18.0"),
+        {**_COMMON, "kimi_k2": _KIMI, "kimi_k25": ("kimi_k25", None),
+         "deepseek_v32": ("deepseek_v32", None), "deepseek_v4": ("deepseek_v4", None),
+         "glm4_moe": ("glm4", None), "glm4_moe_lite": ("glm4", None), "glm4v": ("glm4_1v", None),
+         "glm_moe_dsa": ("glm_moe_dsa", None), "hy_v3": ("hy3", None)},
+        "0.18.0 " + P + "configurations/deepseek_v2.py:13, kimi_k2.py:23-25, :64-69, gemma.py, "
+        "gpt_oss.py:11 conditions"),
+]  # fmt: skip
+
+
+def claimed(model_type: str, release: EngineRelease) -> tuple[str, str | None, str] | None:
+    """(builder module, its error, source) when a builder ahead of Llama's takes this
+    model_type, else None."""
+    row = pick(CLAIMED_BEFORE_LLAMA, release)
+    hit = row.value.get(model_type)
+    return (*hit, row.source) if hit else None
 
 
 def looked_up(arch: str) -> str:
