@@ -228,8 +228,9 @@ class Era:
     # "hidden_norm" (SGLang ≥0.5.12) | "input_layernorm" (vLLM) | EVERY_LAYER_READS_EMBEDS
     later_input_norm: str
     token_map: TokenMap = TokenMap.OFFSETS
-    # True: logits always come from the draft's lm_head, never tied to the embedding nor borrowed
-    # from the target, whatever tie_word_embeddings / draft_vocab_size say (LMDeploy)
+    # True: logits always come from the draft's own lm_head parameter, never tied to the
+    # embedding, whatever tie_word_embeddings / draft_vocab_size say (LMDeploy, vLLM; vLLM may
+    # fill that parameter from the target's head after load)
     own_head_only: bool = False
 
 
