@@ -157,14 +157,14 @@ def _still_refused(r: LoadReport, rel: EngineRelease, cfg: DraftConfig) -> Findi
         severity=Severity.CRITICAL,
         title=f"{r.engine} refuses this config.json: {refusal.message}",
         evidence=("no rewrite of config.json makes this release build the draft",),
-        fix=_no_class_fix(rel, shape),
+        fix=no_class_fix(rel, shape),
         engine=r.engine,
         source=refusal.source,
         root_cause=True,
     )
 
 
-def _no_class_fix(rel: EngineRelease, shape: Shape) -> str:
+def no_class_fix(rel: EngineRelease, shape: Shape) -> str:
     """Where a draft of this shape can be served, when `rel` has no class for it."""
     eng = ENGINES[rel.name]
     if eng.class_for(shape, rel) is not None:
@@ -194,13 +194,13 @@ def _class_mismatch(r: LoadReport, rel: EngineRelease, cfg: DraftConfig) -> Find
         f"name the class {rel} registers for {shape.words} drafts, {want.name} ({want.source}): "
         f"python -m kit fix CKPT --engine {rel} writes it"
         if want is not None
-        else _no_class_fix(rel, shape)
+        else no_class_fix(rel, shape)
     )
     return Finding(
         code="DRAFT_CLASS_MISMATCH",
         severity=Severity.CRITICAL,
-        title=f"the draft is {shape.words}, but {r.engine} builds {built.name}, a "
-        f"{built.shape.words} draft, for [{arch}]: its attention tensors cannot load",
+        title=f"the draft is {shape.words}, but {r.engine} builds {built.name}, its class for "
+        f"{built.shape.words} drafts, for [{arch}]: its layer tensors cannot load",
         evidence=(
             *(f"{shape.value} draft: {w}" for w in why),
             f"[{arch}] -> {built.name} ({built.source})",

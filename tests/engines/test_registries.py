@@ -283,3 +283,24 @@ def test_lmdeploy_builder_of_the_drafts_model_type_comes_before_llamas(tmp_path,
     assert plan.config["model_type"] == "llama" and plan.after.loads_cleanly
     control = draft(tmp_path, cfg | {"model_type": "llama"}, trainer="eagle", name="c")
     assert sim(control, engine).refusal is None
+
+
+@pytest.mark.parametrize(
+    ("engine", "where"),
+    [("sglang==0.5.10", "sglang ≥ 0.5.12 does (Eagle3DeepseekV2ForCausalLM)"),
+     ("lmdeploy==0.15.0", "lmdeploy ≥ 0.18.0 does"),
+     ("tensorrt_llm==1.2.0rc2", "serve it with another engine")],
+)  # fmt: skip
+def test_kit_fix_on_an_mla_draft_a_release_cannot_serve_says_so(tmp_path, engine, where):
+    """One line, exit 2, naming MLA and where it can be served (was an error about the fixer's
+    own candidate names, `midlayer.0.*` -> `layers.0.0.*`, that never said MLA)."""
+    import subprocess
+    import sys
+
+    folder = draft(tmp_path, MLA | {"architectures": ["DeepseekV3ForCausalLMEagle3"]})
+    cmd = [sys.executable, "-m", "kit", "fix", str(folder), "--engine", engine, "--out",
+           str(tmp_path / "out")]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 2 and not (tmp_path / "out").exists()
+    [line] = done.stderr.strip().splitlines()
+    assert "the draft is MLA" in line and where in line and "Traceback" not in done.stderr

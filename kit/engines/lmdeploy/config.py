@@ -224,6 +224,6 @@ def _renamed(raw: dict, cfg: DraftConfig, release: EngineRelease, shape: Shape) 
     why = (
         f"the name LMDeploy's builder renames to {CLASS}"
         if want.name == CLASS
-        else f"the class {release} maps for a {shape.words} draft: {want.source}"
+        else f"the class {release} maps for {shape.words} drafts: {want.source}"
     )
     return [f"architectures {cfg.architectures} -> [{name}] ({why})"]

@@ -247,5 +247,5 @@ def _renamed(raw: dict, release: EngineRelease, shape: Shape) -> list[str]:
     if (have is not None and have.shape is shape) or want is None:
         return []
     raw["architectures"] = [want.name]
-    return [f"architectures [{arch}] -> [{want.name}] ({release} registers it for a "
-            f"{shape.words} draft: {want.source})"]  # fmt: skip
+    return [f"architectures [{arch}] -> [{want.name}] ({release} registers it for "
+            f"{shape.words} drafts: {want.source})"]  # fmt: skip

@@ -277,5 +277,5 @@ def _renamed(raw: dict, cfg: DraftConfig, release: EngineRelease, shape: Shape) 
         return []
     name = SPELLING.get(want.name, want.name)
     raw["architectures"] = [name]
-    return [f"architectures [{arch}] -> [{name}] ({release} registers {want.name} for a "
-            f"{shape.words} draft: {want.source})"]  # fmt: skip
+    return [f"architectures [{arch}] -> [{name}] ({release} registers {want.name} for "
+            f"{shape.words} drafts: {want.source})"]  # fmt: skip
