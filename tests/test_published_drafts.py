@@ -152,6 +152,17 @@ def test_fix_writes_a_draft_the_newest_release_builds_or_says_why(drafts, path, 
     assert "DRAFT_CLASS_MISMATCH" not in {f.code for f in plan.after.findings}
 
 
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_inspection_reads_every_published_shape(drafts, path):
+    """Headers only: every tensor the trainer writes is one a draft may hold (MLA projections and
+    routed MLPs included) and has the shape its config implies; the trainer is recognised."""
+    import kit
+
+    report = kit.inspect(drafts[path], stats="none")
+    codes = {f.code for f in report.findings}
+    assert not codes & {"SHAPE_CONTRADICTS_CONFIG", "EXTRA_KEYS"}, report.findings
+
+
 def test_phi4_minis_tied_config_over_its_trained_head(tmp_path):
     """SpecForge publishes phi4-mini's draft config with `tie_word_embeddings: true` and a 32000
     draft vocabulary, and trains its own head: every SGLang release ties it to the embedding and
