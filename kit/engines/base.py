@@ -148,6 +148,10 @@ class Engine:
         return self.config.rewritten_config(cfg, release, keys)
 
     def draft_class(self, cfg: Any, release: EngineRelease) -> Any:  # DraftClass | None
+        """The registered class this release builds for the config; None where it does not
+        build the draft (a refused config, a constructor that fails first)."""
+        if self.refuses_config(cfg, release) or self.constructor_failure(cfg, release):
+            return None
         return self.registry.draft_class(cfg, release)
 
     def class_for(self, shape: Any, release: EngineRelease) -> Any:  # DraftClass | None

@@ -65,9 +65,6 @@ def for_shape(shape: Shape, release: EngineRelease) -> DraftClass | None:
 
 
 def draft_class(cfg: DraftConfig, release: EngineRelease) -> DraftClass | None:
-    """The class this release builds for the config, None where it refuses it."""
-    from kit.engines.sglang import config
-
-    if config.refuses_config(cfg, release):
-        return None
-    return built(config.architecture(cfg), release)
+    """The class this release holds for the config's name (`Engine.draft_class` asks only for a
+    config the release accepts)."""
+    return built(cfg.architectures[0] if cfg.architectures else CLASSES[0].name, release)

@@ -20,6 +20,7 @@ from kit.checkpoint.config import DraftConfig, flatten_speculators
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
 from kit.engines.classes import Shape, shape_of
 from kit.engines.vllm import registry
+from kit.engines.vllm.registry import QWEN3_CLASS
 from kit.engines.vocab import Honoured, Refusal
 
 M = "vllm/model_executor/models/"
@@ -108,13 +109,6 @@ COPIES_POST_NORM_FLAGS: list[Row[bool]] = [
         ALGOS + ":39-40 update_eagle3 (0.25.0; 0.32.0 :37-38; vllm PR #46488)"),
 ]  # fmt: skip
 DEFAULT_NORM_BEFORE_RESIDUAL = ALGOS + ':33 config_dict.get("norm_before_residual", True) (0.11.1)'
-
-# Qwen3 drafts get their own class (q_norm / k_norm) from 0.24; before they are forced into Llama.
-QWEN3_CLASS: list[Row[bool]] = [
-    Row(VersionRange("0.9.2", "0.24.0"), False,
-        ALGOS + ':34 architectures = ["Eagle3LlamaForCausalLM"] (0.11.1)'),
-    Row(VersionRange("0.24.0"), True, ALGOS + " {llama, qwen3} architecture map (0.24.0)"),
-]  # fmt: skip
 
 CONFIG_FIX = (
     "rewrite config.json architectures to the class this release registers for the draft's shape "

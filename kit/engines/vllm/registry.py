@@ -17,6 +17,7 @@ from kit.engines.classes import DraftClass, Shape, class_for, registered
 
 REG = "vllm/model_executor/models/registry.py"
 EAGLE_CONFIG = "vllm/transformers_utils/configs/eagle.py"
+ALGOS = "vllm/transformers_utils/configs/speculators/algos.py"
 
 
 def _cls(name: str, shape: Shape, first: str, lines: str) -> DraftClass:
@@ -90,18 +91,20 @@ def for_shape(shape: Shape, release: EngineRelease) -> DraftClass | None:
     return class_for(CLASSES, shape, release)
 
 
-# `update_eagle3` names the class of a speculators draft itself: Eagle3LlamaForCausalLM, from
-# 0.24.0 Eagle3Qwen3ForCausalLM for a qwen3 layer config (config.QWEN3_CLASS).
-SPECULATORS_CLASS = {"llama": "Eagle3LlamaForCausalLM", "qwen3": "Eagle3Qwen3ForCausalLM"}
+# `update_eagle3` names the class of a speculators draft itself: Eagle3LlamaForCausalLM; from
+# 0.24 a {llama, qwen3} map gives Qwen3 drafts their own class (q_norm / k_norm).
+QWEN3_CLASS: list[Row[bool]] = [
+    Row(VersionRange("0.9.2", "0.24.0"), False,
+        ALGOS + ':34 architectures = ["Eagle3LlamaForCausalLM"] (0.11.1)'),
+    Row(VersionRange("0.24.0"), True, ALGOS + " {llama, qwen3} architecture map (0.24.0)"),
+]  # fmt: skip
 
 
 def draft_class(cfg: DraftConfig, release: EngineRelease) -> DraftClass | None:
-    """The class this release builds for the config, None where it refuses it."""
-    from kit.engines.vllm import config
-
-    if config.refuses_config(cfg, release) or config.constructor_failure(cfg, release):
-        return None
-    if config.speculators(cfg):
-        name = SPECULATORS_CLASS["qwen3" if config.is_qwen3(cfg, release) else "llama"]
-        return registered(CLASSES, release)[name]
+    """The class this release holds for the config's name (`Engine.draft_class` asks only for a
+    config the release accepts)."""
+    if cfg.source == "speculators":
+        qwen3 = cfg.model_type == "qwen3" and pick(QWEN3_CLASS, release).value
+        name = "Eagle3Qwen3ForCausalLM" if qwen3 else "Eagle3LlamaForCausalLM"
+        return registered(CLASSES, release).get(name)
     return built(cfg.architectures[0] if cfg.architectures else "", release)

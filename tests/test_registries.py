@@ -304,3 +304,19 @@ def test_kit_fix_on_an_mla_draft_a_release_cannot_serve_says_so(tmp_path, engine
     assert done.returncode == 2 and not (tmp_path / "out").exists()
     [line] = done.stderr.strip().splitlines()
     assert "the draft is MLA" in line and where in line and "Traceback" not in done.stderr
+
+
+def test_a_qwen3_draft_gets_vllms_qwen3_class_from_kit_fix(tmp_path):
+    """Per-head q_norm / k_norm in the layer: vLLM's Llama draft has no such parameter (a
+    ValueError at load from 0.25), its Qwen3 draft (`Eagle3Qwen3ForCausalLM`, qwen3_eagle3.py,
+    0.24.0 registry.py:614) has; `kit fix` names it. A norm-only difference is told by the key
+    replay, not as a class mismatch."""
+    shapes = {n: (t.dtype, tuple(t.shape)) for n, t in
+              open_checkpoint(draft(tmp_path, LLAMA)).tensors.items()}  # fmt: skip
+    shapes |= {f"layers.0.self_attn.{n}_norm.weight": ("BF16", (16,)) for n in "qk"}
+    folder = write_header_only(tmp_path / "qwen3", shapes, LLAMA)
+    report = sim(folder, "vllm==0.33.0")
+    assert "DRAFT_CLASS_MISMATCH" not in codes(report)
+    assert report.outcome("layers.0.self_attn.q_norm.weight").outcome == "error"
+    plan = plan_fix(open_checkpoint(folder), load_draft_config(folder), "vllm==0.33.0")
+    assert plan.config["architectures"] == ["Eagle3Qwen3ForCausalLM"] and plan.after.loads_cleanly
