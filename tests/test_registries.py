@@ -190,6 +190,7 @@ def test_sglang_tied_config_over_a_trained_head_is_critical(tmp_path, engine):
     f = codes(report)["TIED_HEAD_DROPPED"]
     assert f.severity is Severity.CRITICAL and f.root_cause
     assert "tie_word_embeddings: false" in f.fix
+    assert "KEYS_SILENTLY_DROPPED" not in codes(report)  # no rename brings the head back
     plan = plan_fix(open_checkpoint(folder), load_draft_config(folder), engine)
     assert plan.config["tie_word_embeddings"] is False
     assert plan.after.param("lm_head.weight").state == "loaded"

@@ -131,7 +131,7 @@ def findings_for(
     fix = _fix(r.engine, upgrade)
     checks: list[Callable[[], Finding | None]] = [
         lambda: _class_mismatch(r, rel, cfg),
-        lambda: _dropped(r, fix),
+        lambda: _dropped(r, cfg, fix),
         lambda: _crash(r, fatal, fix),
         lambda: _warned(r, fix),
         lambda: _d2t_missing(r, rel, cfg, fatal),
@@ -231,8 +231,11 @@ def _used_at_init(r: LoadReport) -> list[ParamState]:
     return [p for p in r.params if p.state == State.LEFT_AT_INIT and not p.unused]
 
 
-def _dropped(r: LoadReport, fix: str) -> Finding | None:
-    dropped = r.with_outcome(Outcome.DROPPED)
+def _dropped(r: LoadReport, cfg: DraftConfig, fix: str) -> Finding | None:
+    """Keys dropped without a word; a tied config's head is `TIED_HEAD_DROPPED`'s (no rename
+    brings it back)."""
+    tied = cfg.tie_word_embeddings
+    dropped = [k for k in r.with_outcome(Outcome.DROPPED) if not (tied and "lm_head" in k.key)]
     if not dropped:
         return None
     layer_at_init = [p for p in _used_at_init(r) if _decoder(p.name)]
