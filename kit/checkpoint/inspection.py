@@ -128,7 +128,7 @@ def inspect_checkpoint(
     guess = opened.format
     findings = [*check_keys(ck, draft, cfg), *check_dtypes(ck)]
     if draft is not None:
-        findings += check_shapes(ck, draft)
+        findings += [*check_shapes(ck, draft), *converter_kv_heads(ck, draft)]
     if stats is StatsRead.SAMPLED and draft is None and not looks_like_draft(ck):
         stats = StatsRead.NONE
     tensor_stats: dict[str, TensorStats] = {}
@@ -358,6 +358,48 @@ def check_shapes(ck: Checkpoint, cfg: DraftConfig) -> list[Finding]:
             evidence=tuple(evidence),
             fix="Use the config.json the checkpoint was trained with (hidden sizes, aux layer "
             "count, target_hidden_size, draft_vocab_size), or re-export the weights.",
+        )
+    ]
+
+
+# speculators' Eagle3Converter writes num_key_value_heads 8 when the source config omits it
+# (vllm-project/speculators PR #636, open: `eagle_config.get("num_key_value_heads", 8)` in
+# src/speculators/convert/eagle/eagle3_converter.py), where transformers would mean
+# num_attention_heads (the model was trained with full multi-head attention).
+CONVERTER_KV_DEFAULT = 8
+
+
+def converter_kv_heads(ck: Checkpoint, cfg: DraftConfig) -> list[Finding]:
+    """The converter's default left in a speculators config: k_proj holds a key per attention
+    head while the config says 8 KV heads. Every engine refuses the shape at load; the fix is
+    the config's number, not the weights."""
+    if cfg.source != "speculators" or cfg.num_key_value_heads != CONVERTER_KV_DEFAULT:
+        return []
+    full = cfg.num_attention_heads * cfg.head_dim
+    keys = [k for k in ck.tensors if k.endswith("self_attn.k_proj.weight")]
+    rows = {ck.tensors[k].shape[0] for k in keys if ck.tensors[k].shape}
+    if not keys or rows != {full} or full == CONVERTER_KV_DEFAULT * cfg.head_dim:
+        return []
+    return [
+        Finding(
+            code="KV_HEADS_CONVERTER_DEFAULT",
+            severity=Severity.ERROR,
+            title=f"num_key_value_heads {CONVERTER_KV_DEFAULT} in config.json, but k_proj holds "
+            f"{cfg.num_attention_heads} heads: the converter's default for a source config that "
+            "named none",
+            evidence=(
+                f"{keys[0]}: {list(ck.tensors[keys[0]].shape)}, {full} rows = "
+                f"{cfg.num_attention_heads} heads × head_dim {cfg.head_dim}",
+                f"transformer_layer_config.num_key_value_heads {CONVERTER_KV_DEFAULT}: "
+                f"{CONVERTER_KV_DEFAULT * cfg.head_dim} rows expected; every engine's loader "
+                "asserts the shape",
+                "speculators' Eagle3Converter defaults the field to 8 where the EAGLE config "
+                "omits it (transformers' default is num_attention_heads)",
+            ),
+            fix=f"set transformer_layer_config.num_key_value_heads to {cfg.num_attention_heads} "
+            "in config.json (the weights are right)",
+            source="vllm-project/speculators PR #636",
+            root_cause=True,
         )
     ]
 
