@@ -123,6 +123,7 @@ def diagnose(
     right: an engine-side loss it measured is a cause before the draft is blamed; with no other
     input naming the release, the release it ran is judged."""
     from kit.checkpoint.hub import is_remote
+    from kit.cost import priced
     from kit.engines import release_findings
     from kit.load.findings import reconcile
     from kit.tracing.positions import late_positions_finding
@@ -179,6 +180,8 @@ def diagnose(
         )
         report.checks["offline"] = reconcile(findings, server_ran=ran)
         report.facts.update(facts)
+        for name, found in report.checks.items():  # the costs the offline rows measured
+            report.checks[name] = priced(found, facts.get("offline_vs_healthy"))
         if expected_accept_len is None:
             expected_accept_len = report.facts.get("offline_accept_len_healthy")
     elif target is not None and draft is not None and remote:
@@ -568,6 +571,8 @@ def offline(
     if (shifted := aux_shift_finding(target, draft, ref, **common)) is not None:
         findings.append(shifted)
     facts: dict[str, Any] = {}
+    if deployed.vs_healthy is not None:
+        facts["offline_vs_healthy"] = deployed.vs_healthy.to_dict()
     for name, row in (("healthy", ref), ("as_deployed", deployed)):
         if row.result is not None:
             facts[f"offline_accept_len_{name}"] = round(row.result.accept_len, 4)

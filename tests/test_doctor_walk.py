@@ -146,6 +146,7 @@ def _scenarios(tmp: Path) -> list[dict]:
 
 def _checkpoint_faults(tmp: Path, target: Path) -> list[dict]:
     """Checkpoints a trainer or a converter gets wrong, written as real safetensors files."""
+    from draft_headers import build
     from tiny_layouts import FLAT, LAYER, speculators_multilayer, write
 
     specforge = {"midlayer." + k: v for k, v in LAYER.items()}
@@ -167,6 +168,9 @@ def _checkpoint_faults(tmp: Path, target: Path) -> list[dict]:
                     spec_cfg | {"fc_norm": True})  # fmt: skip
     bare = write(tmp / "bare", specforge | {"d2t": (16,)}, FLAT)
     (bare / "config.json").unlink()
+    mla = {"q_lora_rank": 24, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8,
+           "v_head_dim": 8}  # an MLA draft under the Llama draft's name  # fmt: skip
+    mla_as_llama = build(tmp / "mla-as-llama", FLAT | mla, "modelopt")
     multi = speculators_multilayer(tmp / "multi")
     return [
         {"draft": no_d2t, "target_config": target, "engine": "vllm==0.32.0"},
@@ -178,6 +182,7 @@ def _checkpoint_faults(tmp: Path, target: Path) -> list[dict]:
         {"draft": fc_norm, "target_config": target, "engine": "sglang==0.5.10"},
         {"draft": multi, "target_config": target, "engine": "sglang==0.5.12"},
         {"draft": bare, "engine": "sglang==0.5.10"},
+        {"draft": mla_as_llama, "target_config": target, "engine": "sglang==0.5.23"},
         {"draft": DATA / "samples" / "speculators-0.9.0-tiny", "target_config": target,
          "engine": "vllm==0.32.0"},
     ]  # fmt: skip

@@ -45,7 +45,10 @@ _KNOWN_TOP = re.compile(
 )
 _KNOWN_LAYER = re.compile(
     r"^(self_attn\.[qkvo]_proj\.(weight|bias)|self_attn\.[qk]_norm\.weight"
+    r"|self_attn\.(q_a_proj|q_b_proj|kv_a_proj_with_mqa|kv_b_proj)\.weight"  # MLA
+    r"|self_attn\.(q_a|kv_a)_layernorm\.weight"
     r"|mlp\.(gate|up|down)_proj\.weight|(input|post_attention)_layernorm\.weight"
+    r"|mlp\.(router|gate)\.(weight|bias)|mlp\.experts\..+"  # a routed MLP
     r"|hidden_norm\.weight)$"
 )
 _QUANT_SCALE = re.compile(r"(weight|input|output|k|v)_scale(_inv)?$")
@@ -278,21 +281,58 @@ def expected_shapes(ck: Checkpoint, cfg: DraftConfig) -> dict[str, tuple[tuple[i
             continue
         d_in = 2 * h if lk.index == first else h
         why_in = "2 × hidden (embeds ++ hidden)" if lk.index == first else "hidden"
-        layer = {
-            "self_attn.q_proj.weight": ((q_out, d_in), f"[heads × head_dim, {why_in}]"),
-            "self_attn.k_proj.weight": ((kv * hd, d_in), f"[kv heads × head_dim, {why_in}]"),
-            "self_attn.v_proj.weight": ((kv * hd, d_in), f"[kv heads × head_dim, {why_in}]"),
-            "self_attn.o_proj.weight": ((h, q_out), "[hidden, heads × head_dim]"),
-            "mlp.gate_proj.weight": ((cfg.intermediate_size, h), "[intermediate, hidden]"),
-            "mlp.up_proj.weight": ((cfg.intermediate_size, h), "[intermediate, hidden]"),
-            "mlp.down_proj.weight": ((h, cfg.intermediate_size), "[hidden, intermediate]"),
-            "input_layernorm.weight": ((h,), "[hidden]"),
-            "post_attention_layernorm.weight": ((h,), "[hidden]"),
-            "hidden_norm.weight": ((h,), "[hidden]"),
-        }
+        layer = (
+            _mla_layer(cfg, d_in, why_in)
+            if _mla(cfg)
+            else {
+                "self_attn.q_proj.weight": ((q_out, d_in), f"[heads × head_dim, {why_in}]"),
+                "self_attn.k_proj.weight": ((kv * hd, d_in), f"[kv heads × head_dim, {why_in}]"),
+                "self_attn.v_proj.weight": ((kv * hd, d_in), f"[kv heads × head_dim, {why_in}]"),
+                "self_attn.o_proj.weight": ((h, q_out), "[hidden, heads × head_dim]"),
+                "mlp.gate_proj.weight": ((cfg.intermediate_size, h), "[intermediate, hidden]"),
+                "mlp.up_proj.weight": ((cfg.intermediate_size, h), "[intermediate, hidden]"),
+                "mlp.down_proj.weight": ((h, cfg.intermediate_size), "[hidden, intermediate]"),
+                "input_layernorm.weight": ((h,), "[hidden]"),
+                "post_attention_layernorm.weight": ((h,), "[hidden]"),
+                "hidden_norm.weight": ((h,), "[hidden]"),
+            }
+        )
         if lk.rest in layer:
             want[key] = layer[lk.rest]
     return want
+
+
+def _mla(cfg: DraftConfig) -> bool:
+    layer = cfg.raw.get("transformer_layer_config", cfg.raw)
+    return isinstance(layer, dict) and layer.get("kv_lora_rank") is not None
+
+
+def _mla_layer(cfg: DraftConfig, d_in: int, why_in: str) -> dict:
+    """An MLA layer's shapes (DeepSeek's names, as ModelOpt's Kimi-K2 export writes them)."""
+    r = cfg.raw
+    h, heads = cfg.hidden_size, cfg.num_attention_heads
+    ql, kvl = r.get("q_lora_rank"), int(r["kv_lora_rank"])
+    nope, rope, v = (
+        int(r.get(k) or 0) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+    )
+    inter = cfg.intermediate_size
+    out = {
+        "self_attn.kv_a_proj_with_mqa.weight": ((kvl + rope, d_in), f"[kv_lora_rank + qk_rope_head_dim, {why_in}]"),
+        "self_attn.kv_a_layernorm.weight": ((kvl,), "[kv_lora_rank]"),
+        "self_attn.kv_b_proj.weight": ((heads * (nope + v), kvl), "[heads × (qk_nope + v), kv_lora_rank]"),
+        "self_attn.o_proj.weight": ((h, heads * v), "[hidden, heads × v_head_dim]"),
+        "mlp.gate_proj.weight": ((inter, h), "[intermediate, hidden]"),
+        "mlp.up_proj.weight": ((inter, h), "[intermediate, hidden]"),
+        "mlp.down_proj.weight": ((h, inter), "[hidden, intermediate]"),
+        "input_layernorm.weight": ((h,), "[hidden]"),
+        "post_attention_layernorm.weight": ((h,), "[hidden]"),
+        "hidden_norm.weight": ((h,), "[hidden]"),
+    }  # fmt: skip
+    if ql:
+        out["self_attn.q_a_proj.weight"] = ((int(ql), d_in), f"[q_lora_rank, {why_in}]")
+        out["self_attn.q_a_layernorm.weight"] = ((int(ql),), "[q_lora_rank]")
+        out["self_attn.q_b_proj.weight"] = ((heads * (nope + rope), int(ql)), "[heads × (qk_nope + qk_rope), q_lora_rank]")  # fmt: skip
+    return out
 
 
 def check_shapes(ck: Checkpoint, cfg: DraftConfig) -> list[Finding]:
