@@ -348,8 +348,8 @@ def unchecked(check: EngineCheck) -> list[Finding]:
             Finding(
                 code=UNCHECKED,
                 severity=Severity.INFO,
-                title=f"known defect of {check.release} for the launch line's settings, not "
-                f"checked here: {d.title}",
+                title=f"known defect of {check.release} with these settings, not checked "
+                f"here: {d.title}",
                 evidence=(why, f"reported upstream: {d.reported}"),
                 fix=_workaround(d)
                 if not d.fixed_in
