@@ -228,6 +228,19 @@ def test_a_launch_line_applies_what_reaches_the_engine_and_names_the_rest():
     assert "cuda_graph" not in p.facts and "cuda_graph" not in p.line_facts  # --enforce-eager
 
 
+def test_what_the_prediction_does_not_model_is_dropped_and_named():
+    spec = (
+        '\'{"method": "eagle3", "model": "/d", "rejection_sample_method": "synthetic", '
+        '"disable_padded_drafter_batch": true}\''
+    )
+    p = _plan(f"vllm serve /m --speculative-config {spec}")
+    seen = _status(p)
+    assert seen["speculative_config.rejection_sample_method"][0] is Status.DROPPED
+    assert "does not model" in seen["speculative_config.rejection_sample_method"][1]
+    assert p.engine_args["speculative_config"] == {"disable_padded_drafter_batch": True}
+    assert p.k == 5  # no chain length on the line: the draft's trained one
+
+
 def test_a_server_option_never_reaches_the_engine_and_a_credential_never_the_report():
     p = _plan(f"vllm serve /m --enable-auto-tool-choice --api-key abc --speculative-config {SPEC}")
     seen = _status(p)

@@ -163,3 +163,21 @@ def test_findings_of_a_run_are_ranked_and_deduplicated(run):
     assert codes[0] == "KEYS_SILENTLY_DROPPED"
     assert codes.count("EMBED_REPLACED_BY_TARGET") == 1
     assert json.dumps([f.to_dict() for f in run.findings])
+
+
+def test_an_engine_check_is_a_section_and_its_loss_a_root_cause(run):
+    """`run --engine-check`: the engine build's own section, its loss ranked with the root causes,
+    and the run's evidence says the engine was checked (the differential assesses it)."""
+    loss = Finding(
+        "ENGINE_UNEXPLAINED_LOSS",
+        Severity.ERROR,
+        "unexplained engine-side loss of 0.17 accept length (4%) in sglang==0.5.10's greedy run",
+        root_cause=True,
+    )
+    assert "The engine build, checked" not in render(run)
+    run.inputs["engine_check"] = "engine-check.json"
+    run.engine_checked, run.engine_check_applies = [loss], True
+    page = render(run)
+    assert "The engine build, checked" in page and "engine-check.json" in page
+    assert loss in run.findings and run.seen().engine_checked
+    assert json.loads(json.dumps(run.to_dict()))["engine_checked"] == [loss.to_dict()]

@@ -21,7 +21,7 @@ from kit.engine_check.predict import Predictor, measured_result, prompts_key
 from kit.engine_check.report import BisectStep, EngineCheck, RunCheck
 from kit.engine_check.runner import EngineRun, probe, run_engine
 from kit.engine_check.verdict import findings, match
-from kit.engines import parse_engine
+from kit.engines import parse_engine, release_findings
 from kit.errors import KitError
 
 DEFAULT_TEMPERATURE = 0.7  # the sampled run, unless the launch line sets the server's default
@@ -92,7 +92,7 @@ def engine_check(
         t2 = time.perf_counter()
         check.bisect = bisect(check, planner, runs, out, common)
         check.seconds["bisect"] = round(time.perf_counter() - t2, 1)
-    check.findings = findings(check)
+    check.findings = findings(check) + release_findings(release)  # a release the kit assumes
     check.seconds["total"] = round(time.perf_counter() - t0, 1)
     return check
 
