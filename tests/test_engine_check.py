@@ -16,6 +16,7 @@ import sys
 import numpy as np
 import pytest
 
+import kit
 from kit.engine_check import vllm as vllm_plan
 from kit.engine_check.defects import KNOWN_DEFECTS, Signature, applying, defects_for
 from kit.engine_check.deviation import Pattern, count_check, deviation
@@ -241,6 +242,22 @@ def test_what_the_prediction_does_not_model_is_dropped_and_named():
     assert p.k == 5  # no chain length on the line: the draft's trained one
 
 
+def test_a_speculative_config_alone_is_read_as_the_lines_would_be():
+    spec = {
+        "method": "eagle3",
+        "model": "/d",
+        "num_speculative_tokens": 4,
+        "parallel_drafting": True,
+    }
+    p = vllm_plan.plan(parse_engine(VLLM), None, cuda=False, k=5, speculative=spec)
+    seen = _status(p)
+    assert p.k == 4 and seen["speculative_config.model"][0] is Status.DROPPED
+    assert seen["speculative_config.parallel_drafting"][0] is Status.DROPPED
+    assert p.engine_args["dtype"] == "float32"  # no line: the kit's arithmetic
+    with pytest.raises(KitError, match="not both"):
+        kit.engine_check(launch="vllm serve /m", speculative_config=spec)
+
+
 def test_a_server_option_never_reaches_the_engine_and_a_credential_never_the_report():
     p = _plan(f"vllm serve /m --enable-auto-tool-choice --api-key abc --speculative-config {SPEC}")
     seen = _status(p)
@@ -441,6 +458,7 @@ def test_bad_inputs_are_one_line_and_exit_2(tmp_path):
     for args, said in (
         (["--engine-python", str(tmp_path / "nope")], "cannot run the engine's Python"),
         (["--setup", "nofile.py:go"], "--setup takes FILE.py:FUNCTION"),
+        (["--speculative-config", "{eagle3"], "--speculative-config takes a JSON object"),
     ):
         done = _kit(*args)
         assert done.returncode == 2, done.stderr

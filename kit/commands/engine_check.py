@@ -42,6 +42,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="your launch line (or the script holding it): every flag that applies to the pair "
         "runs, the rest is named as dropped",
     )
+    where.add_argument(
+        "--speculative-config",
+        metavar="JSON",
+        help="a speculative config alone (vLLM's, as an offline LLM takes it), instead of a line",
+    )
     how = p.add_argument_group("the runs")
     how.add_argument(
         "--temperature",
@@ -97,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         engine_python=args.engine_python,
         engine=args.engine,
         launch=args.launch,
+        speculative_config=_speculative(args.speculative_config),
         temperatures=tuple(args.temperature) if args.temperature else None,
         top_p=args.top_p,
         k=args.k,
@@ -116,6 +122,19 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(check, args.report)
     return gate(check.findings, args.fail_on)
+
+
+def _speculative(text: str | None) -> dict | None:
+    """--speculative-config as a JSON object, or one clear error."""
+    if text is None:
+        return None
+    from kit.errors import KitError
+    from kit.limits import NOT_JSON, try_loads
+
+    value = try_loads(text)
+    if value is NOT_JSON or not isinstance(value, dict):
+        raise KitError(f"--speculative-config takes a JSON object, got {text[:60]!r}")
+    return value
 
 
 def _print(check, report: Path) -> None:

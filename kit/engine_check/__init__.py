@@ -23,7 +23,7 @@ engine's. Read in this order:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kit.engine_check.report import EngineCheck
@@ -36,6 +36,7 @@ def engine_check(
     engine_python: str | Path | None = None,
     engine: str | None = None,
     launch: str | Path | None = None,
+    speculative_config: dict[str, Any] | None = None,
     temperatures: tuple[float, ...] | None = None,
     top_p: float | None = None,
     k: int | None = None,
@@ -46,10 +47,10 @@ def engine_check(
     workdir: str | Path | None = None,
 ) -> EngineCheck:
     """The installed engine (vLLM; found in `engine_python`, default this Python) on the bundled
-    pair with `launch`'s settings, against the kit's prediction for that release: a verdict and
+    pair with `launch`'s settings (or a `speculative_config`'s), against the kit's prediction for that release: a verdict and
     findings (`kit.engine_check.check.engine_check` has the details)."""
     from kit.engine_check.check import engine_check as run
 
     return run(engine_python=engine_python, engine=engine, launch=launch,
-               temperatures=temperatures, top_p=top_p, k=k, num_prompts=num_prompts, seed=seed,
+               speculative_config=speculative_config, temperatures=temperatures, top_p=top_p, k=k, num_prompts=num_prompts, seed=seed,
                bisect_flags=bisect_flags, setup=setup, workdir=workdir)  # fmt: skip

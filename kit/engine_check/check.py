@@ -41,6 +41,7 @@ def engine_check(
     engine_python: str | Path | None = None,
     engine: str | None = None,
     launch: str | Path | None = None,
+    speculative_config: dict[str, Any] | None = None,
     temperatures: tuple[float, ...] | None = None,
     top_p: float | None = None,
     k: int | None = None,
@@ -51,11 +52,15 @@ def engine_check(
     workdir: str | Path | None = None,
 ) -> EngineCheck:
     """Run the installed engine (in `engine_python`, default this Python) on the bundled pair
-    with the settings of `launch` that apply to it, and compare its counters with the kit's
-    prediction for that release. `temperatures`: one run each (0: greedy; default greedy and
+    with the settings of `launch` (or of a `speculative_config` alone) that apply to it, and
+    compare its counters with the kit's prediction for that release. `temperatures`: one run each (0: greedy; default greedy and
     the line's sampling temperature, else 0.7). `setup`: `file.py:function` hooks run inside
     the engine's process before it starts. `workdir` keeps the engine's logs (default: a new
     temporary folder, named in the report)."""
+    if launch is not None and speculative_config is not None:
+        raise KitError(
+            "give the launch line or the speculative config, not both: the line holds it"
+        )
     t0 = time.perf_counter()
     python = str(engine_python or sys.executable)
     installed = probe(python)
@@ -66,7 +71,8 @@ def engine_check(
     release = parse_engine(release_text)
     target, draft, prompts_file = bundled_pair()
     planner = PLANNERS[name]
-    plan = planner.plan(release, launch, cuda=installed.cuda, k=k or trained_chain(draft))
+    plan = planner.plan(release, launch, cuda=installed.cuda, k=k or trained_chain(draft),
+                        speculative=speculative_config)  # fmt: skip
     runs = run_options(temperatures, top_p, seed, planner.sampling(launch, release))
     out = Path(workdir or tempfile.mkdtemp(prefix="eagle3-engine-check-"))
     common = {"python": python, "target": target, "draft": draft, "prompts": prompts_file,

@@ -142,9 +142,9 @@ def _bisect(check: EngineCheck) -> list[str]:
     if not check.bisect:
         return []
     clearing = [b.label for b in check.bisect if b.clears]
+    what = "the engine starts" if check.crash else "the departure is gone"
     if clearing:
-        return [f"--bisect-flags: the departure is gone {' and '.join(clearing)}: it needs that "
-                "setting"]  # fmt: skip
+        return [f"--bisect-flags: {what} {' and '.join(clearing)}: it needs that setting"]
     tried = ", ".join(b.label for b in check.bisect)
     return [f"--bisect-flags: still there in every rerun ({tried}): no single setting causes it"]
 

@@ -85,13 +85,17 @@ def plan(
     *,
     cuda: bool,
     k: int,
+    speculative: dict[str, Any] | None = None,
 ) -> RunPlan:
     """The run on the pair for `launch` (None: the engine's defaults, float32 so greedy counts
-    compare exactly) under `release`, on a host with CUDA or not."""
+    compare exactly) under `release`, on a host with CUDA or not; `speculative`: a speculative
+    config alone (an offline `LLM`'s), its keys read as the line's would be."""
     settings: list[Setting] = []
     args: dict[str, Any] = dict(ENGINE_DEFAULTS)
     env: dict[str, str] = {}
     line_facts: set[str] | None = None
+    if speculative is not None:
+        k = _speculative(dict(speculative), k, args, settings)
     if launch is None:
         args["dtype"] = "float32"
         settings.append(
