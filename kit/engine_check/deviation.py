@@ -32,6 +32,9 @@ FAMILY_ERROR = 0.05  # the chance a healthy run is called deviating, all its tes
 # Prompts whose counts account for fewer tokens than they emitted, before that is a shape (a step
 # the engine runs without drafting emits one token no count holds; never seen on the pair).
 COUNT_SHORT_SHARE, COUNT_SHORT_MIN = 0.02, 2
+# Drafts the kit accepts at a position before the engine's zero there is a shape, not chance
+# (a sampled engine misses 10 expected acceptances with probability below 1e-4).
+ZERO_FROM_MIN = 10
 
 
 class Pattern(StrEnum):
@@ -248,10 +251,10 @@ def _positions(p: OfflineResult, m: OfflineResult, confidence: float) -> list[Po
 
 def _zero_from(p: OfflineResult, m: OfflineResult) -> int | None:
     """The first position where the engine accepted nothing from there on while the kit
-    accepted there (None when there is none)."""
+    accepted there at least `ZERO_FROM_MIN` times (None when there is none)."""
     kit, engine = p.accepted_per_position, m.accepted_per_position
     for i in range(p.k):
-        if kit[i] > 0 and all(a == 0 for a in engine[i:]):
+        if kit[i] >= ZERO_FROM_MIN and all(a == 0 for a in engine[i:]):
             return i
     return None
 
