@@ -33,6 +33,7 @@ from kit.engine_check.verdict import (
     UNEXPLAINED,
     findings,
     match,
+    verdict_line,
 )
 from kit.engines import parse_engine
 from kit.errors import KitError
@@ -318,6 +319,7 @@ def _check(
         if run.departs:
             run.defect = match(check, run)
     check.findings = findings(check)
+    check.verdict = verdict_line(check)
     return check
 
 
@@ -375,6 +377,7 @@ def test_an_engine_that_does_not_start_is_one_finding():
     check = _check([])
     check.crash = "ValueError: no such flag"
     check.findings = findings(check)
+    check.verdict = verdict_line(check)
     assert check.findings[0].code == NO_START and check.verdict.startswith("the engine did not")
 
 

@@ -20,7 +20,7 @@ from kit.engine_check.plan import RunPlan
 from kit.engine_check.predict import Predictor, measured_result, prompts_key
 from kit.engine_check.report import BisectStep, EngineCheck, RunCheck
 from kit.engine_check.runner import EngineRun, probe, run_engine
-from kit.engine_check.verdict import findings, match
+from kit.engine_check.verdict import findings, match, verdict_line
 from kit.engines import parse_engine, release_findings
 from kit.errors import KitError
 
@@ -99,6 +99,7 @@ def engine_check(
         check.bisect = bisect(check, planner, runs, out, common)
         check.seconds["bisect"] = round(time.perf_counter() - t2, 1)
     check.findings = findings(check) + release_findings(release)  # a release the kit assumes
+    check.verdict = verdict_line(check)
     check.seconds["total"] = round(time.perf_counter() - t0, 1)
     return check
 

@@ -110,12 +110,7 @@ class EngineCheck:
     findings: list[Finding] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     log: str | None = None
-
-    @property
-    def verdict(self) -> str:
-        from kit.engine_check.verdict import verdict_line
-
-        return verdict_line(self)
+    verdict: str = ""  # the answer in one line (`verdict.verdict_line`, set with the findings)
 
     def to_dict(self) -> dict[str, Any]:
         return {
