@@ -381,6 +381,21 @@ def test_an_engine_that_does_not_start_is_one_finding():
     assert check.findings[0].code == NO_START and check.verdict.startswith("the engine did not")
 
 
+def test_an_engine_process_killed_mid_run_is_its_crash(tmp_path):
+    """A process the engine kills (a signal in a kernel) cannot report itself: the stage it
+    reached and the signal are the crash, so the check can still bisect it."""
+    from kit.engine_check.runner import run_engine
+
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho '{\"crash\": null, \"runs\": {}, \"stage\": \"greedy\"}' "
+                    "> \"$4\"\necho 'oops' >&2\nkill -ILL $$\n")  # fmt: skip
+    fake.chmod(0o755)
+    ran = run_engine(_plan(None), python=str(fake), target=tmp_path, draft=tmp_path,
+                     prompts=tmp_path, num_prompts=1, runs={}, seed=0, out=tmp_path / "o")  # fmt: skip
+    assert ran.crash == {"kind": "killed by SIGILL", "message": "oops", "stage": "greedy"}
+    assert ran.crash_text == "killed by SIGILL: oops (during the greedy run)"
+
+
 # -- the report, read back ------------------------------------------------------------------------
 
 

@@ -158,14 +158,42 @@ def run_engine(
         done = subprocess.run(
             command, capture_output=True, text=True, timeout=ENGINE_TIMEOUT_S, env=env
         )
-    except subprocess.TimeoutExpired:
-        raise KitError(f"the engine did not finish within {ENGINE_TIMEOUT_S} s", log) from None
-    (out / "stderr.txt").write_text(done.stderr)
-    if not (out / "out.json").is_file():
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise KitError(
-            f"the engine's process ended with {done.returncode}: {last}", out / "stderr.txt"
-        )
+        stderr, code = done.stderr, done.returncode
+    except subprocess.TimeoutExpired as e:
+        stderr, code = _text(e.stderr), None
+    (out / "stderr.txt").write_text(stderr)
+    if not (out / "out.json").is_file():  # it never reached the engine: the kit's side broke
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
+        raise KitError(f"the engine's process ended with {code}: {last}", out / "stderr.txt")
     got = json.loads((out / "out.json").read_text())
+    if code != 0 and not got.get("crash"):  # killed mid-way: a signal, an abort, the time limit
+        got["crash"] = _killed(code, stderr, got.get("stage", "start-up"))
     return EngineRun(got.get("release"), got.get("distribution"), bool(got.get("cuda")),
                      got.get("crash"), got.get("runs", {}), got.get("seconds", {}), log)  # fmt: skip
+
+
+def _killed(code: int | None, stderr: str, stage: str) -> dict[str, str]:
+    """The crash of an engine process that could not say so itself."""
+    if code is None:
+        kind = f"no end within {ENGINE_TIMEOUT_S} s"
+    elif code < 0:
+        kind = f"killed by {_signal_name(-code)}"
+    else:
+        kind = f"exit status {code}"
+    last = (stderr.strip().splitlines() or ["no output"])[-1].strip()
+    return {"kind": kind, "message": last, "stage": stage}
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    return data if isinstance(data, str) else data.decode(errors="replace")

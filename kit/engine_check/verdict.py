@@ -109,7 +109,7 @@ def _settings(check: EngineCheck) -> str:
     plan = check.plan
     applied = [s.name for s in plan.applied]
     dropped = [f"{s.name} ({s.why})" for s in plan.dropped]
-    text = f"ran {check.prompts} prompts at k={plan.k}"
+    text = f"ran {check.prompts} prompts at k={plan.k}" if check.prompts else f"k={plan.k}"
     text += (
         f"; applied from the launch line: {', '.join(applied)}"
         if applied
@@ -144,7 +144,8 @@ def _bisect(check: EngineCheck) -> list[str]:
     clearing = [b.label for b in check.bisect if b.clears]
     what = "the engine starts" if check.crash else "the departure is gone"
     if clearing:
-        return [f"--bisect-flags: {what} {' and '.join(clearing)}: it needs that setting"]
+        needs = "it needs that setting" if len(clearing) == 1 else "it needs all of them at once"
+        return [f"--bisect-flags: {what} {' and '.join(clearing)}: {needs}"]
     tried = ", ".join(b.label for b in check.bisect)
     return [f"--bisect-flags: still there in every rerun ({tried}): no single setting causes it"]
 

@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ def run_setup(hooks: list[str]) -> None:
         getattr(module, name)()
 
 
-def vllm_runs(spec: dict[str, Any], out: dict[str, Any]) -> None:
+def vllm_runs(spec: dict[str, Any], out: dict[str, Any], progress: Callable[[], None]) -> None:
     from kit.checkpoint.config import load_target_config
     from kit.offline_acceptance.prompts import load_prompts
     from kit.offline_acceptance.vllm_backend import (
@@ -59,11 +60,13 @@ def vllm_runs(spec: dict[str, Any], out: dict[str, Any]) -> None:
         engine_dtype=args.pop("dtype", "auto"), engine_log=spec["log"], engine_args=args
     )
     t0 = time.perf_counter()
+    progress()
     try:
         with start(spec["target"], spec["draft"], spec["k"], spec["seed"], settings) as engine:
             out["seconds"]["start"] = round(time.perf_counter() - t0, 2)
             for name, options in spec["runs"].items():
                 out["stage"] = name
+                progress()
                 r = measure(engine, spec["target"], prompts, None, k=spec["k"], **options)
                 out["runs"][name] = {
                     "key": r.prompts_key,
@@ -97,10 +100,18 @@ def main(spec_path: str, out_path: str) -> None:
     run_setup(spec.get("setup") or [])
     out["cuda"] = cuda_available()
     try:
-        RUNNERS[spec["engine"]](spec, out)
+        RUNNERS[spec["engine"]](spec, out, lambda: _write(out, out_path))
     finally:
-        with open(out_path, "w") as f:
-            json.dump(out, f)
+        _write(out, out_path)
+
+
+def _write(out: dict[str, Any], path: str) -> None:
+    """What is known so far, replaced whole: an engine that kills the process (a signal, an
+    abort in a kernel) leaves the stage it died in."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(out, f)
+    os.replace(tmp, path)
 
 
 if __name__ == "__main__":  # an engine that spawns workers re-imports this module: main only here
