@@ -361,6 +361,8 @@ def test_a_release_that_runs_its_known_defect_is_named_beside_the_fixed_release(
             if f.code == KNOWN_DEFECT]  # fmt: skip
     assert f.data["defect"] == "sglang-draft-positions-late" and f.data["fixed_in"] == "0.5.12"
     assert f.fix == "upgrade to sglang==0.5.12 or later" and "PR #25015" in f.source
+    assert "0.5.10 v1 speculative/eagle_worker.py:527" in f.source  # the release's own lines
+    assert f.data["start"] == 1  # where the release runs its steps late
     # the same counts on the release with the fix: no known defect explains them
     fixed = _check([_run("greedy", chains(LATE, seed=3), rel="sglang==0.5.12")],
                    release="sglang==0.5.12", distribution="sglang")  # fmt: skip

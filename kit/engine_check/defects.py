@@ -47,13 +47,12 @@ class Defect:
     # why the bundled pair on one engine cannot show it ("" when it can)
     unchecked: str = ""
     fix: str = ""  # what to do where no release has the fix ("" : upgrade to `fixed_in`)
+    starts_at: int | None = None  # the draft position it starts at, where the signature says
 
 
 def _late_positions() -> Row[Defect]:
     """SGLang's late draft positions, over the releases `DRAFT_POSITIONS` reads as late."""
-    first = next(r for r in DRAFT_POSITIONS if r.value)
-    last = max(i for i, r in enumerate(DRAFT_POSITIONS) if r.value)
-    late, fixed = DRAFT_POSITIONS[last], DRAFT_POSITIONS[last + 1]
+    first, fixed = next(r for r in DRAFT_POSITIONS if r.value), _late_positions_fixed()
     defect = Defect(
         key="sglang-draft-positions-late",
         title="the draft decode runs every chain step after the first one RoPE position late",
@@ -62,9 +61,18 @@ def _late_positions() -> Row[Defect]:
         reported="about -4 % accept length on the bundled pair (2.955 against 3.068 at 4 steps, "
         "0.5.10 on a CPU); each step's position one past the draft-extend convention",
         fixed_in=fixed.versions.first,
+        starts_at=1,
     )
-    source = f"{POSITIONS_FIX}; {late.source}; fixed: {fixed.source}"
+    source = (
+        f"{POSITIONS_FIX}; per release (`source_for`), e.g. {first.source}; fixed: {fixed.source}"
+    )
     return Row(VersionRange(first.versions.first, fixed.versions.first), defect, source)
+
+
+def _late_positions_fixed() -> Row[int]:
+    """The first release read after the last late one: it runs every step where trained."""
+    last = max(i for i, r in enumerate(DRAFT_POSITIONS) if r.value)
+    return DRAFT_POSITIONS[last + 1]
 
 
 def _cpu_temperatures() -> Row[Defect]:
@@ -172,6 +180,18 @@ def defects_for(release: EngineRelease | str) -> list[Row[Defect]]:
 def applying(release: EngineRelease | str, facts: set[str]) -> list[Row[Defect]]:
     """The known defects of `release` whose settings all hold for a run with `facts`."""
     return [r for r in defects_for(release) if set(r.value.when) <= facts]
+
+
+def source_for(row: Row[Defect], release: EngineRelease | str) -> str:
+    """The row's source, read for `release` where the rule it is built from has a row per
+    release (SGLang's draft positions: that release's own lines, then the fix's)."""
+    rel = parse_engine(release) if isinstance(release, str) else release
+    if row.value.key != "sglang-draft-positions-late":
+        return row.source
+    from kit.engines.base import pick
+
+    own, fixed = pick(DRAFT_POSITIONS, rel), _late_positions_fixed()
+    return f"{POSITIONS_FIX}; {own.source}; fixed: {fixed.source}"
 
 
 def fixed_text(row: Row[Defect]) -> str:

@@ -51,9 +51,12 @@ class RunCheck:
     @property
     def start(self) -> int | None:
         """Where in the chain the departure starts: where the model that reproduces it starts
-        the fault, else the first position beyond the noise."""
+        the fault, else where the known defect it matches starts, else the first position
+        beyond the noise."""
         if self.explanation is not None:
             return self.explanation.start
+        if self.defect is not None and self.defect.value.starts_at is not None:
+            return self.defect.value.starts_at
         return self.deviation.start if self.deviation else None
 
     def to_dict(self) -> dict[str, Any]:

@@ -6,7 +6,7 @@ check could not show here, named as such.
 
 from __future__ import annotations
 
-from kit.engine_check.defects import Defect, Signature, applying, fixed_text
+from kit.engine_check.defects import Defect, Signature, applying, fixed_text, source_for
 from kit.engine_check.report import EngineCheck, RunCheck
 from kit.engines.base import Row
 from kit.findings import Finding, Severity
@@ -121,10 +121,10 @@ def _settings(check: EngineCheck) -> str:
 def _where(run: RunCheck) -> str:
     """Where the departure starts, and what the measurement shows position by position."""
     measured = run.deviation.where()
-    e = run.explanation
-    if e is None or e.start == run.deviation.start:
+    if run.start is None or run.start == run.deviation.start:
         return f"where: {measured}"
-    return f"where: from position {e.start}, as the model that reproduces it runs; measured: {measured}"
+    how = "the model that reproduces it" if run.explanation else "the release"
+    return f"where: from position {run.start}, as {how} runs it; measured: {measured}"
 
 
 def _when(check: EngineCheck, run: RunCheck) -> str:
@@ -192,7 +192,7 @@ def known_defect(check: EngineCheck, run: RunCheck) -> Finding:
         evidence=tuple(evidence),
         fix=(f"upgrade to {check.engine}=={fixed} or later" if fixed else _workaround(d)),
         engine=check.release,
-        source=row.source,
+        source=source_for(row, check.release),
         root_cause=True,
         data={
             "defect": d.key,
