@@ -63,9 +63,7 @@ def _late_positions() -> Row[Defect]:
         fixed_in=fixed.versions.first,
         starts_at=1,
     )
-    source = (
-        f"{POSITIONS_FIX}; per release (`source_for`), e.g. {first.source}; fixed: {fixed.source}"
-    )
+    source = f"{POSITIONS_FIX}; from {first.source}; fixed: {fixed.source}"
     return Row(VersionRange(first.versions.first, fixed.versions.first), defect, source)
 
 
