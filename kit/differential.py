@@ -54,6 +54,7 @@ ENGINE_CHECK_NO_LOSS = frozenset(
         "ENGINE_KNOWN_DEFECT_UNCHECKED",
         "ENGINE_CHECK_OTHER_RELEASE",
         "ENGINE_DID_NOT_START",
+        "ENGINE_RUN_FAILED",
     }
 )
 

@@ -29,6 +29,7 @@ from kit.engine_check.verdict import (
     AS_EXPECTED,
     KNOWN_DEFECT,
     NO_START,
+    RUN_FAILED,
     UNCHECKED,
     UNEXPLAINED,
     findings,
@@ -381,6 +382,19 @@ def test_an_engine_that_does_not_start_is_one_finding():
     check.findings = findings(check)
     check.verdict = verdict_line(check)
     assert check.findings[0].code == NO_START and check.verdict.startswith("the engine did not")
+
+
+def test_a_run_the_engine_fails_in_leaves_the_runs_before_it():
+    check = _check([_run("greedy", chains(HEALTHY))])
+    check.failed["temperature 0.7"] = "NameError: name 'top_k_renorm_prob' is not defined"
+    check.findings = findings(check)
+    check.verdict = verdict_line(check)
+    codes = [f.code for f in check.findings]
+    assert RUN_FAILED in codes and AS_EXPECTED not in codes  # not "as expected" with a failure
+    assert check.verdict == ("the engine failed in its temperature 0.7 run: NameError: name "
+                             "'top_k_renorm_prob' is not defined")  # fmt: skip
+    (f,) = [f for f in check.findings if f.code == RUN_FAILED]
+    assert "the runs before it are compared: greedy" in f.evidence
 
 
 def test_an_engine_process_killed_mid_run_is_its_crash(tmp_path):

@@ -81,20 +81,22 @@ def engine_check(
     check = EngineCheck(python, name, release_text, distribution, installed.cuda, plan,
                         0, log=str(ran.log))  # fmt: skip
     check.seconds["engine"] = round(time.perf_counter() - t0, 1)
-    if ran.crash is not None:
+    if ran.crash is not None and ran.crash.get("stage") not in runs:
         check.crash = ran.crash_text
     else:
+        if ran.crash is not None:  # it started, and failed in one run: the runs before it stand
+            check.failed[ran.crash["stage"]] = ran.crash_text
         predictor = _predictor(target, draft, release_text, prompts_file, num_prompts, plan, seed)
         check.prompts = len(predictor.prompts)
         t1 = time.perf_counter()
-        check.runs = [_compare(predictor, n, o, ran) for n, o in runs.items()]
+        check.runs = [_compare(predictor, n, o, ran) for n, o in runs.items() if n in ran.runs]
         for run in check.runs:
             if run.departs and _explainable(check, run):
                 run.explanation = _explain(predictor, run)
             if run.departs:
                 run.defect = match(check, run)
         check.seconds["kit"] = round(time.perf_counter() - t1, 1)
-    if bisect_flags and (check.crash or any(r.departs for r in check.runs)):
+    if bisect_flags and (check.crash or check.failed or any(r.departs for r in check.runs)):
         t2 = time.perf_counter()
         check.bisect = bisect(check, planner, runs, out, common)
         check.seconds["bisect"] = round(time.perf_counter() - t2, 1)
@@ -197,7 +199,7 @@ def bisect(
     """One engine rerun per setting that can change drafting, without it: the runs that
     departed (every run, when the engine did not start) compared with the same predictions."""
     departed = {r.name: r for r in check.runs if r.departs}
-    wanted = {n: runs[n] for n in departed} if departed else runs
+    wanted = {n: runs[n] for n in [*departed, *check.failed]} if departed or check.failed else runs
     steps = []
     for i, (label, plan) in enumerate(planner.bisect_steps(check.plan, check.cuda)):
         ran = run_engine(plan, runs=wanted, out=out / f"bisect-{i}", **common)

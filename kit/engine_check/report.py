@@ -108,7 +108,8 @@ class EngineCheck:
     plan: RunPlan
     prompts: int
     runs: list[RunCheck] = field(default_factory=list)
-    crash: str | None = None
+    crash: str | None = None  # the engine did not start: its exception
+    failed: dict[str, str] = field(default_factory=dict)  # run name -> the engine's exception
     bisect: list[BisectStep] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
@@ -126,6 +127,7 @@ class EngineCheck:
             "prompts": self.prompts,
             "plan": self.plan.to_dict(),
             "crash": self.crash,
+            "failed_runs": self.failed,
             "runs": [r.to_dict() for r in self.runs],
             "bisect": [b.to_dict() for b in self.bisect],
             "seconds": self.seconds,

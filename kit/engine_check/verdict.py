@@ -16,6 +16,7 @@ KNOWN_DEFECT = "ENGINE_KNOWN_DEFECT"
 UNEXPLAINED = "ENGINE_UNEXPLAINED_LOSS"
 ACCEPTS_MORE = "ENGINE_ACCEPTS_MORE"
 NO_START = "ENGINE_DID_NOT_START"
+RUN_FAILED = "ENGINE_RUN_FAILED"
 UNCHECKED = "ENGINE_KNOWN_DEFECT_UNCHECKED"
 UNSEEN = "ENGINE_KNOWN_DEFECT_UNSEEN"
 # The codes that say the engine itself costs acceptance: evidence before a draft is blamed.
@@ -33,7 +34,7 @@ def run_facts(run: RunCheck, distribution: str | None) -> set[str]:
 def match(check: EngineCheck, run: RunCheck) -> Row[Defect] | None:
     """The known defect of the release and settings whose signature fits the run's departure."""
     facts = set(check.plan.facts) | run_facts(run, check.distribution)
-    greedy_clean = all(not r.departs for r in check.runs if not r.sampled)
+    greedy_clean = all(not r.departs or _release_runs_it(r) for r in check.runs if not r.sampled)
     explained = run.explanation.key if run.explanation else None
     for row in applying(check.release, facts):
         d = row.value
@@ -69,6 +70,7 @@ def findings(check: EngineCheck) -> list[Finding]:
             out.append(accepts_more(check, run))
         else:
             out.append(unexplained(check, run))
+    out += [run_failed(check, name) for name in check.failed]
     if not out:
         out.append(as_expected(check))
     return [*out, *unseen(check), *unchecked(check)]
@@ -79,6 +81,9 @@ def verdict_line(check: EngineCheck) -> str:
     if check.crash is not None:
         return f"the engine did not start on the bundled pair: {check.crash}"
     codes = [f.code for f in check.findings]
+    if check.failed:
+        name, crash = next(iter(check.failed.items()))
+        return f"the engine failed in its {name} run: {crash}"
     if UNEXPLAINED in codes:
         worst = max((-r.deviation.loss for r in check.runs if r.departs and r.defect is None),
                     default=0.0)  # fmt: skip
@@ -291,6 +296,24 @@ def did_not_start(check: EngineCheck) -> Finding:
         severity=Severity.ERROR,
         title=f"{check.release} did not run the bundled pair with these settings",
         evidence=tuple(e for e in evidence if e),
+        fix="read the exception in the engine's log; --bisect-flags reruns without each flag",
+        engine=check.release,
+    )
+
+
+def run_failed(check: EngineCheck, name: str) -> Finding:
+    """The engine started and answered the runs before, then raised in this one."""
+    done = ", ".join(r.name for r in check.runs)
+    evidence = [check.failed[name], _settings(check), *_bisect(check)]
+    if done:
+        evidence.insert(1, f"the runs before it are compared: {done}")
+    if check.log:
+        evidence.append(f"the engine's log: {check.log}")
+    return Finding(
+        code=RUN_FAILED,
+        severity=Severity.ERROR,
+        title=f"{check.release} failed in its {name} run on the bundled pair",
+        evidence=tuple(evidence),
         fix="read the exception in the engine's log; --bisect-flags reruns without each flag",
         engine=check.release,
     )
