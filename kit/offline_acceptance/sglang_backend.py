@@ -91,15 +91,15 @@ class EngineCrash(Exception):
 
 
 _PROBE = (
-    "import importlib.metadata as m, importlib.util as u, json\n"
-    "cuda = False\n"
-    "if u.find_spec('torch'):\n"
-    "    import torch\n"
-    "    cuda = torch.cuda.is_available()\n"
+    "import importlib.metadata as m, json\n"
     "try:\n"
     "    v = m.version('sglang')\n"
     "except m.PackageNotFoundError:\n"
     "    v = None\n"
+    "cuda = False\n"
+    "if v is not None:\n"
+    "    import torch\n"
+    "    cuda = torch.cuda.is_available()\n"
     "print(json.dumps({'version': v, 'cuda': cuda}))\n"
 )
 
