@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-engine sglang-venvs test-browser fuzz lint format lab bench data clean check-core
+.PHONY: demo test test-engine sglang-venvs incident-sglang test-browser fuzz lint format lab bench data clean check-core
 
 # The package with every extra, editable, resolved together with requirements.txt: its pins are
 # the lock of this venv (torch's CPU build among them); pyproject.toml's ranges are what a user's
@@ -44,7 +44,8 @@ SGLANG_VENV ?= .venv-sglang
 SGLANG_STAMP := $(SGLANG_VENV)/.installed
 SGLANG_BASE := 0.5.10
 SGLANG_OVERLAYS := 0.5.11 0.5.12 0.5.23
-SGLANG_PINS_0.5.23 := transformers==5.19.0 tokenizers==0.23.2 apache-tvm-ffi==0.1.11
+SGLANG_PINS_0.5.23 := transformers==5.19.0 tokenizers==0.23.2 apache-tvm-ffi==0.1.11 xgrammar==0.2.7 \
+	openai==2.8.0
 SGLANG_STAMPS := $(SGLANG_STAMP) $(foreach v,$(SGLANG_OVERLAYS),$(SGLANG_VENV)-$(v)/.installed)
 SGLANG_PYTHONS := $(subst $() ,:,$(abspath $(SGLANG_VENV)/bin/python \
 	$(foreach v,$(SGLANG_OVERLAYS),$(SGLANG_VENV)-$(v)/bin/python)))
@@ -66,6 +67,11 @@ $(SGLANG_VENV)-%/.installed: $(SGLANG_STAMP)
 	touch $@
 
 sglang-venvs: $(SGLANG_STAMPS)
+
+# The incident on real SGLang 0.5.10 on this CPU (README "The real engine"): SGLang's own line,
+# the kit's verdict on it, the engine after the fixes; runs/incident-sglang/incident.json
+incident-sglang: $(SGLANG_STAMP)
+	$(SGLANG_VENV)/bin/python -m kit.offline_acceptance.sglang_incident --out runs/incident-sglang
 
 # its own --basetemp: pytest prunes the shared default one while the engines still write there
 test-engine: $(VLLM_STAMP) $(SGLANG_STAMPS)

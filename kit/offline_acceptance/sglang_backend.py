@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -74,6 +75,7 @@ class EngineSettings:
     engine_dtype: str = "float32"
     engine_log: str | Path | None = None
     extra_args: tuple[str, ...] = ()  # more server arguments, as `launch_server` takes them
+    watch_report: str | Path | None = None  # serve under `kit watch`, its report here
 
     def __post_init__(self) -> None:
         if self.tensor_parallel_size < 1:
@@ -139,7 +141,11 @@ def server_command(
     ]  # fmt: skip
     if cpu:  # a small KV pool and batch on a CPU host (the default sizes them from its RAM)
         cmd += [*SERVER_ARGS, "--mem-fraction-static", "0.05", "--max-running-requests", "8"]
-    return cmd + list(settings.extra_args)
+    cmd += list(settings.extra_args)
+    if settings.watch_report is not None:
+        cmd = [settings.python, "-m", "kit", "watch", "--report", str(settings.watch_report),
+               "--", *cmd]  # fmt: skip
+    return cmd
 
 
 class Engine:
@@ -244,9 +250,17 @@ def _environment(cuda: bool) -> dict[str, str]:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port that leaves room above it: SGLang derives more ports from the one it is
+    given (0.5.12 server_args.py:1147-1155 refuses a gRPC port, `--port` + 10000, past 65535)."""
+    rng = random.Random()
+    while True:
+        port = rng.randrange(20000, 50000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 def _wait_ready(proc: subprocess.Popen, url: str, log: Path) -> None:
@@ -265,20 +279,37 @@ def _wait_ready(proc: subprocess.Popen, url: str, log: Path) -> None:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """The server and every process it started."""
+    """The server and every process it started (those `kit watch` started in a group of their
+    own among them)."""
+    family = _descendants(proc.pid)
     for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
         if proc.poll() is not None:
             break
-        try:
+        with suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
         try:
             proc.wait(wait)
         except subprocess.TimeoutExpired:
             continue
-    with suppress(ProcessLookupError):  # its children too, when the launcher went first
-        os.killpg(proc.pid, signal.SIGKILL)
+    for pid in family | _descendants(proc.pid):
+        with suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below `pid` (from /proc; empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
 
 
 EXCEPTION_LINE = re.compile(r"^(?:\[[^\]]*\] )?([A-Za-z_][\w.]*(?:Error|Exception)): (.*)$")
