@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-engine sglang-venvs incident-sglang test-browser fuzz lint format lab bench data clean check-core
+.PHONY: demo test test-engine sglang-venvs incident-sglang test-browser fuzz lint format lab bench data clean check-core incident
 
 # The package with every extra, editable, resolved together with requirements.txt: its pins are
 # the lock of this venv (torch's CPU build among them); pyproject.toml's ranges are what a user's
@@ -107,13 +107,19 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# The incident team's draft checkpoint (kit/incident.py): 4.3 GB declared, written sparse (a few
+# MB on disk, under a second) beside its config, so the notebooks' defaults and the README's
+# doctor line read what the team held. `make demo` writes it too.
+incident: $(STAMP)
+	$(PY) -c "from kit.incident import draft_checkpoint; print(draft_checkpoint())"
+
 # JupyterLab rooted at the repo (data/ and runs/ reachable), this checkout's kit importable in the
 # kernels, the notebooks/*.py scripts opened as notebooks (jupytext; .jupyter/ makes that Lab's
 # default viewer). On a remote machine: make lab LAB_ARGS="--ip=0.0.0.0 --no-browser" (see
 # notebooks/README.md); as root (GPU containers) --allow-root is added, or Jupyter will not start.
 LAB_ARGS ?=
 LAB_ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
-lab: $(STAMP)
+lab: $(STAMP) incident
 	JUPYTER_CONFIG_PATH="$(CURDIR)/.jupyter$(if $(JUPYTER_CONFIG_PATH),:$(JUPYTER_CONFIG_PATH))" \
 	PYTHONPATH="$(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))" \
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=. $(LAB_ROOT_FLAG) $(LAB_ARGS) \

@@ -10,7 +10,10 @@ as sglang==0.5.10 counts:
   * intervals: the bootstrap (2000 resamples) of accept len and every position, timed alone
     on the greedy healthy result;
   * a second wiring on the loaded target, and `kit.doctor` with the target run twice in a
-    process that holds the loaded target, each against its first run.
+    process that holds the loaded target, each against its first run;
+  * a release that drafts late (sglang==0.5.10, the draft as `kit fix` writes it for it): its
+    as-deployed row and `kit.doctor` with the target, against sglang==0.5.12 on the same loaded
+    target (best of two alternating runs each): what measuring the steps where trained adds.
 Wall and CPU seconds are reported (other jobs share the cores; CPU time is the steadier figure),
 with the ratio to the baseline and to the greedy evaluation of the same wiring.
 Run: `python -m bench offline`.
@@ -66,6 +69,29 @@ elif case["mode"] == "doctor":
                    engine="vllm==0.32.0")
         cpu.append(time.process_time() - c)
     out.update(first_cpu_s=cpu[0], second_cpu_s=cpu[1])
+elif case["mode"] == "late":
+    import tempfile
+    from pathlib import Path
+    import kit
+    from kit.checkpoint.config import load_draft_config
+    from kit.checkpoint.files import open_checkpoint
+    from kit.load.rewrite import plan_fix, write_fixed
+    target = load_target(pair + "/target")  # held: every run below reuses its text
+    ck = open_checkpoint(pair + "/draft")
+    plan = plan_fix(ck, load_draft_config(pair + "/draft"), "sglang==0.5.10")
+    served = write_fixed(ck, plan, Path(tempfile.mkdtemp()) / "served")
+    evaluate(pair + "/target", served, target=target, progress=False, count_as="sglang==0.5.10")
+    cpu = {}
+    for release in ("sglang==0.5.12", "sglang==0.5.10") * 2:  # alternating, best of two
+        c = time.process_time()
+        evaluate(pair + "/target", served, release, target=target, progress=False,
+                 count_as="sglang==0.5.10")
+        cpu.setdefault(("row", release), []).append(time.process_time() - c)
+        c = time.process_time()
+        kit.doctor(served, target=pair + "/target", target_config=pair + "/target",
+                   engine=release)
+        cpu.setdefault(("doctor", release), []).append(time.process_time() - c)
+    out.update({f"{what} {release}": min(s) for (what, release), s in cpu.items()})
 else:
     r = evaluate(pair + "/target", pair + "/draft", progress=False, count_as="sglang==0.5.10",
                  **case["args"]).result
@@ -126,6 +152,12 @@ def main() -> None:
         f"s CPU against {again['first_cpu_s']:.2f} s for the first: "
         f"{again['second_cpu_s'] / again['first_cpu_s']:.2f}x, its continuations reused"
     )
+    late = measure({"mode": "late", "args": {}})
+    for what in ("row", "doctor"):
+        on, off = late[f"{what} sglang==0.5.12"], late[f"{what} sglang==0.5.10"]
+        print(f"{what} on sglang==0.5.10 (drafts late: its chains run again with the steps where "
+              f"trained) {off:.2f} s CPU against {on:.2f} s on sglang==0.5.12: {off / on:.2f}x, "
+              f"+{off - on:.2f} s")  # fmt: skip
     iv = results["healthy, greedy"]
     share = iv["intervals_cpu_s"] / iv["cpu_s"]
     print("intervals (accept len + 5 positions, 2000 resamples over 300 prompts): "

@@ -158,6 +158,8 @@ def offline(
     require_local(target, draft)
     if backend is not None:
         return _engine_row(target, draft, engine, backend, aux_capture, target_class, options)
+    if engine is not None:  # both rows counted as the release counts, so they compare
+        options.setdefault("count_as", engine)
     reference = healthy(target, draft, **options)
     if engine is None:
         return reference

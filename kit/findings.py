@@ -8,8 +8,10 @@ engine release it holds for (and the engine source line), and the fix.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from enum import IntEnum
 from typing import Any
 
@@ -64,6 +66,32 @@ class Finding:
             root_cause=bool(d.get("root_cause", False)),
             data=dict(d.get("data", {})),
         )
+
+
+# Placeholders a fix text may hold, and the input each stands for (`with_inputs`).
+PLACEHOLDERS = {"CKPT": "draft", "DRAFT": "draft", "DRAFT_DIR": "draft", "TARGET": "target",
+                "TARGET_DIR": "target"}  # fmt: skip
+_RELEASE_X = re.compile(r"\b(sglang|vllm|lmdeploy|tensorrt_llm)==X\b")
+
+
+def with_inputs(findings: Iterable[Finding], inputs: Mapping[str, str | None]) -> list[Finding]:
+    """The findings with each fix's placeholders (`CKPT`, `TARGET`, `sglang==X` …) replaced by
+    what the user gave (`inputs`: "draft", "target", "release"), quoted for a shell, so a fix is
+    a command they can paste. Placeholders for inputs not given stay as they are."""
+    release = inputs.get("release") or ""
+
+    def same_engine(m: re.Match[str]) -> str:
+        return release if release.startswith(f"{m[1]}==") else m[0]
+
+    out = []
+    for f in findings:
+        fix = f.fix
+        for token, key in PLACEHOLDERS.items():
+            if inputs.get(key):
+                fix = re.sub(rf"\b{token}\b", shlex.quote(str(inputs[key])), fix)
+        fix = _RELEASE_X.sub(same_engine, fix)
+        out.append(f if fix == f.fix else replace(f, fix=fix))
+    return out
 
 
 def ranked(findings: Iterable[Finding]) -> list[Finding]:

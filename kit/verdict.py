@@ -12,23 +12,27 @@ own config form (what `fix --for` writes).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kit.checkpoint.draft import Draft, open_draft
+from kit.differential import Differential, LogPoint, Seen
 from kit.engines import EngineRelease
 from kit.engines.vocab import Outcome
 from kit.errors import KitError, require_inputs
-from kit.findings import Finding, Severity, ranked
+from kit.findings import Finding, Severity, ranked, with_inputs
+from kit.release_choice import DEFAULT_ENGINE, ReleaseChoice
 
 if TYPE_CHECKING:
     from kit.checkpoint.config import TargetConfig
     from kit.deployment import Served
     from kit.tracing.capture import CaptureReport
+    from kit.verdict_summary import Verdict
 
-DEFAULT_ENGINE = "sglang==0.5.10"
+__all__ = ["DEFAULT_ENGINE", "Diagnosis", "diagnose"]
 
 
 @dataclass
@@ -39,6 +43,10 @@ class Diagnosis:
     checks: dict[str, list[Finding]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # check -> why
     facts: dict[str, Any] = field(default_factory=dict)
+    release: ReleaseChoice | None = None  # how `engine` was chosen
+    seen: Seen = field(default_factory=Seen)  # the evidence the verdict rests on
+    logs: list[LogPoint] = field(default_factory=list)  # each server log, in the order given
+    capture: CaptureReport | None = field(default=None, repr=False)  # the hand-over traced
 
     @property
     def findings(self) -> list[Finding]:
@@ -50,15 +58,35 @@ class Diagnosis:
         for name, found in self.checks.items():
             for f in found if name != CHECK else ():
                 seen.setdefault((f.code, f.title), f)
-        return observed_first(ranked(seen.values()), self.checks.get(CHECK, []))
+        found = observed_first(ranked(seen.values()), self.checks.get(CHECK, []))
+        inputs = {"draft": self.seen.draft, "target": self.seen.target_dir, "release": self.engine}
+        return with_inputs(found, inputs)
 
     @property
     def root_causes(self) -> list[Finding]:
         return [f for f in self.findings if f.root_cause]
 
+    @property
+    def differential(self) -> Differential | None:
+        """Every cause of the symptom the logs show, confirmed, ruled out or unverified."""
+        from kit.differential import diagnose as differential
+
+        return differential(self.findings, self.seen, self.logs)
+
+    @property
+    def verdict(self) -> Verdict:
+        """The answer in one line, what the checks found right, and what they could not see."""
+        from kit.verdict_summary import summarise
+
+        return summarise(self)
+
     def to_dict(self) -> dict[str, Any]:
+        diff = self.differential
         return {
             "engine": self.engine,
+            "release": self.release.to_dict() if self.release else None,
+            "verdict": self.verdict.to_dict(),
+            "differential": diff.to_dict() if diff else None,
             "checks_run": list(self.checks),
             "checks_skipped": self.skipped,
             "facts": self.facts,
@@ -91,8 +119,9 @@ def diagnose(
     accept length the logs are judged against (unless `expected_accept_len` is given). A
     `launch` line adds the deployment check and, without `engine`, names the release."""
     from kit.checkpoint.hub import is_remote
-    from kit.engines import parse_engine, release_findings
+    from kit.engines import release_findings
     from kit.load.findings import reconcile
+    from kit.tracing.positions import late_positions_finding
 
     seen = None
     if watch is not None:
@@ -102,13 +131,9 @@ def diagnose(
         draft, engine = draft or seen.draft, engine or seen.engine
         target_config = target_config or seen.target
     require_inputs(draft, target_config, draft_config, *logs, baseline_log, target, train_tokenizer)
-    served = None
-    if launch is not None:
-        from kit.deployment.lines import read_served
-
-        served = read_served(launch, engine)
-    release = served.release if served else parse_engine(engine or DEFAULT_ENGINE)
-    report = Diagnosis(str(release))
+    served, release_choice, runs = _release(engine, launch, logs, num_draft_tokens)
+    release = release_choice.release
+    report = Diagnosis(str(release), release=release_choice)
     if seen is not None:
         from kit.watch.as_evidence import CHECK
 
@@ -119,15 +144,19 @@ def diagnose(
     # each input opened once: every check below takes these values, never the paths again
     opened = open_draft(draft) if draft is not None else None
     traced = open_draft(draft_config, weights=False) if draft_config is not None else opened
-    target_cfg = _target_config(target_config)
-    runs = _parse_logs(logs, report.engine, num_draft_tokens) if logs else []
+    # the target's own config.json when only the target folder is given: its capture is traced
+    target_cfg = _target_config(
+        target_config or (target if target and not is_remote(target) else None)
+    )
     ran = any(r.window_count for r in runs)  # a log with acceptance figures: the server ran
     _load(report, opened, release, server_ran=ran)
-    capture = _capture(report, traced, target_cfg, release, target_class, aux_capture)
+    graphs = served is not None and "cuda_graph" in served.facts  # decode replays CUDA graphs
+    capture = _capture(report, traced, target_cfg, release, target_class, aux_capture, graphs)
     if capture is not None:
         _logged_layers(report, runs, capture)
     remote = [p for p in (draft, target) if is_remote(p)]
-    if target is not None and opened is not None and opened.checkpoint is not None and not remote:
+    has_weights = opened is not None and opened.checkpoint is not None
+    if target is not None and has_weights and not remote:
         k = num_draft_tokens - 1 if num_draft_tokens and num_draft_tokens > 1 else None
         findings, facts = offline(
             opened, target, release, aux_capture, num_prompts, target_class, k, target_cfg
@@ -141,14 +170,164 @@ def diagnose(
             "needs the weights on disk, not only their Hub headers: --download"
         )
     else:
-        report.skipped["offline"] = "needs a draft checkpoint and --target"
+        report.skipped["offline"] = _offline_missing(draft, target, has_weights)
+    named = release_choice.basis != "default"  # a release the inputs name, not the kit's guess
+    if named and "offline" not in report.checks and (late := late_positions_finding(release)):
+        report.checks.setdefault("release", []).append(late)  # its cost needs the target
     _acceptance(report, runs, baseline_log, num_draft_tokens, expected_accept_len)
     if served is not None or (target_cfg is not None and traced is not None):
         observed = [r.accept_len.mean for r in runs if r.accept_len.mean is not None]
         deployment(report, served, traced, target_cfg, train_tokenizer, observed)
     else:
-        report.skipped["deployment"] = "no launch line, or no target config and draft given"
+        report.skipped["deployment"] = _deployment_missing(traced, target_cfg)
+    report.seen = _seen(report, draft, launch, has_weights, capture, seen is not None, aux_capture)
+    report.seen = replace(
+        report.seen,
+        server_ran=ran,
+        capture_notes=_capture_elsewhere(report, traced, target_cfg, target_class, ran),
+        target_dir=_given(target or target_config),
+        tokenizer=_tokenizer_seen(target),
+    )
+    report.logs = [_point(r, report) for r in runs if r.spec_windows]
+    if capture is not None and not report.seen.served_config and aux_capture is None:
+        width = report.facts["hidden_width"]
+        report.facts["hidden_width"] = f"{width} if the server read the config kit fix writes"
+        report.facts["fc_applied"] = f"unverified: {report.seen.served_config_why}"
     return report
+
+
+def _release(
+    engine: str | None, launch: str | Path | None, logs: Sequence[str | Path], ndt: int | None
+) -> tuple[Served | None, ReleaseChoice, list]:
+    """The launch line, the release judged and the logs, read once each: the release comes from
+    `--engine`, else from what the launch line and the logs allow together
+    (`kit.release_choice`); the launch line is then read under that release."""
+    from kit.release_choice import choose, engine_name, is_release
+
+    served = None
+    if launch is not None:
+        from kit.deployment.lines import read_served
+
+        served = read_served(launch, engine)
+    name = engine_name(engine) or (served.command.engine if served else None)
+    runs = _parse_logs(logs, engine if is_release(engine) else name, ndt) if logs else []
+    if served is not None and served.release_given:
+        choice = choose(engine)
+    else:
+        launch_engine = served.command.engine if served else None
+        fitting = served.fitting if served else None
+        choice = choose(engine, launch_engine=launch_engine, launch_fitting=fitting, runs=runs)
+        if served is not None:
+            served = read_served(launch, str(choice.release))
+    return served, choice, runs
+
+
+def _offline_missing(draft: object, target: object, has_weights: bool) -> str:
+    """What offline acceptance lacks, exactly: the target, the draft, or the draft's weights."""
+    if target is None and draft is None:
+        return "needs --draft (a checkpoint) and --target (a transformers target folder)"
+    if target is None:
+        return "needs --target (a transformers target folder with weights)"
+    if draft is None:
+        return "needs --draft (the draft checkpoint)"
+    return "needs the draft's weights: the --draft folder holds only a config" * (not has_weights)
+
+
+def _deployment_missing(traced: Draft | None, target_cfg: TargetConfig | None) -> str:
+    if traced is None and target_cfg is None:
+        return "needs --launch, or --draft and --target-config"
+    return "needs --launch, or " + ("--target-config" if target_cfg is None else "--draft")
+
+
+def _seen(
+    report: Diagnosis,
+    draft: str | Path | None,
+    launch: str | Path | None,
+    has_weights: bool,
+    capture: CaptureReport | None,
+    watched: bool,
+    aux_capture: bool | None,
+) -> Seen:
+    """The evidence the verdict rests on: what the differential may rule out, and what not."""
+    from kit.differential import config_not_served
+
+    why = config_not_served(report.checks.get("capture", []), report.engine)
+    if capture is None:
+        why = "no draft config and target config traced"
+    return Seen(
+        weights=has_weights,
+        served_config=capture is not None and not why,
+        served_config_why=why,
+        target=capture is not None,
+        launch=launch is not None,
+        engine_observed=watched,
+        aux_capture_given=aux_capture,
+        widths_equal=capture.target_hidden == capture.draft_hidden if capture else None,
+        draft=_given(draft),
+        launch_text=_runnable(launch),
+        release=report.engine,
+    )
+
+
+def _capture_elsewhere(
+    report: Diagnosis,
+    traced: Draft | None,
+    target_cfg: TargetConfig | None,
+    target_class: str | None,
+    server_ran: bool,
+) -> tuple[str, ...]:
+    """Where the evidence allows several releases and the target class cannot capture in some
+    of them, a server that ran there can only have run with capture off: said, per release."""
+    choice = report.release
+    if not (server_ran and choice and len(choice.fitting) > 1 and traced and target_cfg):
+        return ()
+    from kit.engines import parse_engine
+    from kit.tracing.capture import simulate_capture
+
+    notes = []
+    for version in choice.fitting:
+        rel = parse_engine(f"{choice.release.name}=={version}")
+        if rel == choice.release:
+            continue
+        cap = simulate_capture(target_cfg, traced.draft_config, rel, target_class)
+        if cap.startup_error:
+            notes.append(
+                f"on {rel}, which the evidence also allows, {cap.startup_error}: a server that "
+                "ran there ran with aux capture off, so fc was bypassed"
+            )
+    return tuple(notes)
+
+
+def _tokenizer_seen(target: str | Path | None) -> bool:
+    from kit.checkpoint.hub import is_remote
+    from kit.checkpoint.tokenizer import has_tokenizer
+
+    return target is not None and not is_remote(target) and has_tokenizer(Path(target))
+
+
+def _given(path: str | Path | None) -> str | None:
+    return str(path) if path is not None else None
+
+
+def _runnable(launch: str | Path | None) -> str | None:
+    """The launch as a command to paste after `kit watch --`: a script run by sh, a line as is."""
+    if launch is None:
+        return None
+    try:
+        is_file = Path(launch).is_file()
+    except OSError:  # a launch line longer than a file name may be
+        is_file = False
+    return f"sh {shlex.quote(str(launch))}" if is_file else str(launch)
+
+
+def _point(run: Any, report: Diagnosis) -> LogPoint:
+    """A log's place in the sequence: its mean accept length, and whether acceptance sits at
+    the floor there, or below what the draft should reach (the acceptance check's verdicts)."""
+    from kit.differential import FLOOR_CODES, LOW_CODES
+
+    said = {f.code for f in report.checks.get("acceptance", []) if f.data.get("run") == run.source}
+    low = bool(said & LOW_CODES)
+    return LogPoint(Path(run.source).name, run.accept_len.mean, bool(said & FLOOR_CODES), low)
 
 
 def _parse_logs(logs: Sequence[str | Path], engine: str, num_draft_tokens: int | None) -> list:
@@ -177,6 +356,9 @@ def _load(report: Diagnosis, draft: Draft | None, release: EngineRelease, server
     inspection = inspect_checkpoint(draft, stats=StatsRead.SAMPLED)
     report.checks["inspection"] = list(inspection.findings)
     report.facts["format"] = inspection.format.name
+    if draft.raw is None:  # inspection names it (CONFIG_MISSING); no release builds a draft blind
+        report.skipped["load"] = "the checkpoint has no config.json beside it"
+        return
     load = simulate_load(draft.checkpoint, draft.draft_config, release)
     report.checks["load"] = served_findings(load) if server_ran else list(load.findings)
     report.facts["keys dropped silently"] = len(load.as_served.with_outcome(Outcome.DROPPED))
@@ -189,7 +371,10 @@ def _capture(
     release: EngineRelease,
     target_class: str | None,
     aux_capture: bool | None,
+    cuda_graph: bool = False,
 ) -> CaptureReport | None:
+    """The hand-over as the release captures it; under CUDA graphs (the launch line does not
+    disable them) the layers graph-replayed batches capture, where a release differs there."""
     if target_cfg is None or traced is None:
         report.skipped["capture"] = (
             "no target config given" if target_cfg is None else "no draft or draft config given"
@@ -198,10 +383,22 @@ def _capture(
     from kit.tracing.capture import simulate_capture
 
     capture = simulate_capture(
-        target_cfg, traced.draft_config, release, target_class=target_class, aux_capture=aux_capture
+        target_cfg, traced.draft_config, release, target_class, aux_capture, cuda_graph
     )
+    from kit.load.findings import flags_ignored
+    from kit.load.replay import served_config
+
     report.checks["capture"] = list(capture.findings)
+    # a trained flag the release ignores is the trace's finding too (`trace_draft`), so doctor
+    # names it when no checkpoint was given for the load replay to find it in
+    if "load" not in report.checks:  # what the load replay would have named, the trace names
+        from kit.tracing.capture import constructor_crash
+
+        served = served_config(traced.draft_config, release)[0]
+        flags, crash = flags_ignored(served, release), constructor_crash(served, release)
+        report.checks["capture"] += [f for f in (flags, crash) if f is not None]
     report.facts.update(hidden_width=capture.hidden_width, fc_applied=capture.fc_applied)
+    report.capture = capture
     return capture
 
 

@@ -21,7 +21,7 @@
 #   take `2 × hidden`.
 
 # %% tags=["parameters"]
-draft = "data/pair/draft"  # draft checkpoint folder
+draft = "data/incident/kimi-k2.5/draft"  # draft checkpoint folder (the incident team's)
 interactive = False  # True: widgets to explore; headless runs keep False
 
 # %%

@@ -23,7 +23,7 @@
 # - the matrix at the end: which engines and releases load this checkpoint as trained.
 
 # %% tags=["parameters"]
-draft = "data/pair/draft"  # draft checkpoint folder
+draft = "data/incident/kimi-k2.5/draft"  # draft checkpoint folder (the incident team's)
 engine = "sglang==0.5.10"
 interactive = False  # True: widgets to explore; headless runs keep False
 

@@ -17,15 +17,15 @@
 #
 # This notebook traces the draft's forward pass on the meta device (shapes only, no memory) at full
 # scale, step by step along named hook points. Look at the width entering the draft and whether the
-# `fc` box is red. The parameters replay the bundled incident: aux capture was off for the Kimi-K2.5
-# class in that deployment (`aux_capture = False`); `None` asks what the release does by itself.
+# `fc` box is red. `aux_capture = None` asks what the release does by itself for the target class
+# and the config as served; `False` asserts capture off (what you saw in the engine) to trace it.
 
 # %% tags=["parameters"]
 target_config = "data/incident/kimi-k2.5/target"  # target config.json or its folder
 draft = "data/incident/kimi-k2.5/draft"  # draft config.json or checkpoint folder
 engine = "sglang==0.5.10"
 target_class = None  # model class serving the target (default: its architecture)
-aux_capture = False  # as in the incident: off; None: what the release does for that class
+aux_capture = None  # None: what the release does for that class; False / True: as you observed
 interactive = False  # True: widgets to explore; headless runs keep False
 
 # %%
@@ -52,6 +52,7 @@ trace = report.to_dict()
 findings = report.findings
 keys = ("target_class", "captured_layers", "trained_layers", "hidden_width", "fc_applied", "feeds")
 summary = {k: trace[k] for k in keys}
+summary.update(target_hidden=report.capture.target_hidden, draft_hidden=report.capture.draft_hidden)
 record("summary", summary)
 summary
 

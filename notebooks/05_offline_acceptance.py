@@ -19,7 +19,9 @@
 # - **as deployed**: the draft as the given release loads it (notebook 2) and fed what that
 #   release's target hands it for the target class (notebook 3), aux capture on unless the
 #   deployment says it was off. A release that cannot run the wiring at all shows its start-up
-#   crash instead of a figure.
+#   crash instead of a figure. A release that runs the draft steps after the first one position
+#   late (SGLang up to 0.5.11, `DRAFT_POSITIONS_LATE`) is measured as it runs them, and again with
+#   the steps where trained: what a release with the fix would reach.
 #
 # Then a separate **what-if** section: the incident's wirings on the same release, one fault and
 # one fix at a time, so each fault's cost can be read off. The defaults are those of `make demo`
@@ -30,9 +32,9 @@
 target = "data/pair/target"  # transformers target folder
 draft = "data/pair/draft"  # draft checkpoint folder
 engine = "sglang==0.5.10"
-aux_capture = False  # the bundled incident: capture was off; None: the release's own rule
+aux_capture = None  # None: the release's own rule for the target class; False: as observed off
 target_class = None  # the class the engine builds for the target (default: its config's)
-k = 4  # drafts per verify step: the incident's 5 draft tokens per step, topk 1
+k = 5  # drafts per verify step (a topk-1 chain of D draft tokens drafts D - 1)
 num_prompts = 40  # the first N held-out prompts (prompts.jsonl beside the target); None: all
 prompt_format = "raw"  # "chat": through the target tokenizer's chat template, as a chat server
 temperature = 0.0  # 0: greedy verification; above: speculative sampling, as a sampling server
@@ -74,13 +76,15 @@ def describe(row):
     """One table row per wiring: the figure with its interval, or why it has none."""
     if row.result is None:
         return {"wiring": row.label, "accept len": None, "95% interval": None,
-                "step-0 acceptance": None, "against healthy": row.crash.title if row.crash else ""}  # fmt: skip
-    r = row.result
+                "step-0 acceptance": None, "steps where trained": None,
+                "against healthy": row.crash.title if row.crash else ""}  # fmt: skip
+    r, trained = row.result, row.result.trained_positions
     return {
         "wiring": row.label,
         "accept len": round(r.accept_len, 3),
         "95% interval": [round(x, 3) for x in r.accept_len_ci.to_list()],
         "step-0 acceptance": round(r.step0_accuracy, 3),
+        "steps where trained": None if trained is None else round(trained.accept_len, 3),
         "against healthy": row.vs_healthy.sentence() if row.vs_healthy else "",
     }
 
@@ -130,7 +134,9 @@ record("findings", findings)
 # ## What if: the incident's wirings, one fault and one fix at a time
 #
 # Not the deployment: the same release with aux capture off and on, then both again after the
-# kit's own fix (`python -m kit fix --for`), each against healthy. Red bars are near-zero
+# kit's own fix (`python -m kit fix --for`), each against healthy. On a release that drafts late,
+# both fixes reach healthy in the "steps where trained" column; the gap left is the release's
+# own (`DRAFT_POSITIONS_LATE`, fixed by upgrading). Red bars are near-zero
 # acceptance, green within 10 % of healthy, amber between; a wiring the release cannot run has no
 # bar and says why in the table.
 

@@ -29,3 +29,22 @@ def prompts():
     from kit.offline_acceptance import load_prompts
 
     return load_prompts(PROMPTS)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def incident_draft() -> Path:
+    """The incident team's draft checkpoint (`kit.incident`), written before any test reads the
+    bundled incident, so every test sees the same folder whether or not `make demo` ran first."""
+    from kit.incident import draft_checkpoint
+
+    return draft_checkpoint()
+
+
+@pytest.fixture
+def kimi_config_only(tmp_path: Path) -> Path:
+    """The incident draft's config.json alone: a draft folder that holds no weights."""
+    folder = tmp_path / "kimi-draft-config"
+    folder.mkdir()
+    source = DATA / "incident" / "kimi-k2.5" / "draft" / "config.json"
+    (folder / "config.json").write_bytes(source.read_bytes())
+    return folder

@@ -107,6 +107,7 @@ def speculators_draft(folder: Path, speculative_tokens: int = 3, **layer: Any) -
         "draft_vocab_size": 200,
         "dtype": "bfloat16",
         "eagle_aux_hidden_state_layer_ids": [2, 4, 5],
+        "norm_before_residual": True,  # the 0.9.0 trainer's default, always written
         "speculators_config": {
             "algorithm": "eagle3",
             "proposal_methods": [

@@ -18,14 +18,28 @@ import nbformat
 import pytest
 
 from kit.report.notebook import NOTEBOOKS, ROOT, read_script, script_path
-from kit.report.runbook import RunInputs, Step, execute, execute_notebook, plan, run
+from kit.report.runbook import (
+    RunInputs,
+    Step,
+    execute,
+    execute_notebook,
+    plan,
+    run,
+    with_release,
+)
 from kit.report.runs import TITLES, Run, Status, StepResult
 
 pytestmark = pytest.mark.slow  # real kernels; still part of `make test`
 
 EXPECTED = [*TITLES, "postmortem"]
 SCRIPTS = sorted(NOTEBOOKS.glob("*.py"))
-ROOT_CAUSES = {"KEYS_SILENTLY_DROPPED", "FC_BYPASSED"}
+INCIDENT_LOGS = RunInputs.bundled_incident().logs
+# the bundled pair, its offline acceptance feeding the incident logs' expectation: notebooks 4 and
+# 5 in one run (the incident's own target cannot run here, so the demo skips notebook 5)
+PAIR_RUN = RunInputs(
+    draft=ROOT / "data/pair/draft", target=ROOT / "data/pair/target", logs=list(INCIDENT_LOGS),
+    num_prompts=40,
+)  # fmt: skip
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -67,14 +81,22 @@ def test_every_notebook_can_be_explored(path):
     assert any(c.source.startswith("if interactive:") for c in read_script(path).cells)
 
 
+def _planned(inputs: RunInputs) -> list[Step]:
+    return plan(with_release(inputs)[0])[0]
+
+
 @pytest.mark.parametrize("name", list(TITLES))
 def test_defaults_are_what_make_demo_passes(name):
     """Opened in JupyterLab, a notebook measures what `make demo` measures: same parameters,
-    so the same numbers as the postmortem (notebook 4's expectation: see the incident test)."""
-    steps, _ = plan(RunInputs.bundled_incident())
-    [step] = [s for s in steps if s.name == name]
+    so the same numbers as the postmortem. Notebook 5, which the demo skips (the incident's
+    target cannot run here), defaults to what a run on the bundled pair passes it."""
+    steps = _planned(RunInputs.bundled_incident()) + _planned(PAIR_RUN)
+    step = next(s for s in steps if s.name == name)
     own = defaults(name)
     passed = {k: v for k, v in step.params.items() if k not in step.needs}
+    if name == "05_offline_acceptance":
+        passed = {k: v.removeprefix(f"{ROOT}/") if isinstance(v, str) else v
+                  for k, v in passed.items()}  # fmt: skip
     assert {k: own[k] for k in passed} == passed
     assert set(own) == {*step.params, "interactive"}
 
@@ -92,6 +114,17 @@ def incident(tmp_path_factory) -> tuple[Run, Path]:
     """Every notebook on the bundled incident, as `make demo` runs them."""
     out = tmp_path_factory.mktemp("demo")
     return run(RunInputs.bundled_incident(), out, timeout=300, progress=False), out
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory) -> tuple[Run, Path]:
+    """The bundled pair's offline acceptance feeding the logs' expectation (notebooks 4 and 5)."""
+    out = tmp_path_factory.mktemp("pair")
+    return run(PAIR_RUN, out, timeout=300, progress=False), out
+
+
+def _ran(result: Run) -> list[StepResult]:
+    return [s for s in result.steps if s.status != Status.SKIPPED]
 
 
 def _outputs(notebook: Path, mime: str) -> list[dict]:
@@ -135,36 +168,48 @@ def test_load_simulation_finds_the_dropped_decoder_layer(incident):
     assert all(isinstance(v, str | int) for r in shown.values() for v in r.values())
 
 
-def test_tracing_shows_fc_bypassed_at_full_scale(incident):
-    records = ok(incident[0], "03_hidden_state_tracing").records
-    assert records["summary"]["fc_applied"] is False
-    assert records["summary"]["hidden_width"] == 7168
-    assert any(f["code"] == "FC_BYPASSED" and f["root_cause"] for f in records["findings"])
+def test_tracing_predicts_and_the_verdict_does_not_claim(incident):
+    """SGLang refuses the speculators config as saved, so the trace shows the data path under the
+    config `kit fix` writes (fc runs, 3 × 7168 wide) and says so; the run's verdict leaves the
+    data path unverified, the leading suspect, with `kit watch` on the launch line to settle it."""
+    result, _ = incident
+    records = ok(result, "03_hidden_state_tracing").records
+    assert records["summary"]["fc_applied"] is True
+    assert records["summary"]["hidden_width"] == 3 * 7168
+    assert any(f["code"] == "TRACED_AS_REWRITTEN" for f in records["findings"])
     assert "fig:data path as deployed" in records
+    lead = result.differential.leading
+    assert (
+        lead.cause.key == "data_path" and "kit watch -- sh data/incident/launch.sh" in lead.settle
+    )
 
 
-def test_offline_acceptance_sets_the_expectation(incident):
-    """Healthy and as deployed (the incident gives aux capture off) with their intervals, then
-    the what-if section apart: the incident's wirings, each fix on its own, both fixes."""
-    records = ok(incident[0], "05_offline_acceptance").records
+def test_offline_acceptance_sets_the_expectation(pair):
+    """Healthy and as deployed (the pair's speculators keys on the release the logs give) with
+    their intervals, then the what-if section apart: each fault and each fix on its own."""
+    result, _ = pair
+    assert result.inputs["engine"] == "sglang==0.5.10"  # from the incident logs
+    records = ok(result, "05_offline_acceptance").records
     healthy, deployed = records["table:wirings"]
-    assert healthy["wiring"] == "healthy" and "aux capture off" in deployed["wiring"]
+    assert healthy["wiring"] == "healthy" and "sglang==0.5.10" in deployed["wiring"]
     assert deployed["95% interval"][1] < healthy["95% interval"][0]  # beyond the noise
     assert records["expected_accept_len"] == pytest.approx(healthy["accept len"], abs=5e-4)
     lo, hi = records["expected_accept_len_ci"]
     assert lo < records["expected_accept_len"] < hi
     what_if = {row["wiring"]: row for row in records["table:what-if"]}
     both = next(v for w, v in what_if.items() if "after kit fix" in w and "capture on" in w)
-    assert both["accept len"] == healthy["accept len"]  # both fixes: healthy again
+    # both fixes: healthy again once the draft steps run where trained; sglang 0.5.10 runs them
+    # one position late, which keeps its own figure below (DRAFT_POSITIONS_LATE)
+    assert both["steps where trained"] == healthy["accept len"]
+    assert both["accept len"] < healthy["accept len"] and healthy["steps where trained"] is None
 
 
-def test_acceptance_takes_the_offline_expectation_and_compares_runs(incident):
-    result = incident[0]
+def test_acceptance_takes_the_offline_expectation_and_compares_runs(pair):
+    result, out = pair
     step = ok(result, "04_acceptance_rate")
     expected = result.step("05_offline_acceptance").records["expected_accept_len"]
     assert step.params["expected_accept_len"] == expected  # fed from notebook 5
-    assert defaults("04_acceptance_rate")["expected_accept_len"] == expected  # and so in Lab
-    [figure] = _outputs(incident[1] / step.notebook, PLOTLY_MIME)[:1]
+    [figure] = _outputs(out / step.notebook, PLOTLY_MIME)[:1]
     lines = [s for s in figure["layout"].get("shapes", []) if s.get("y0") == expected]
     assert len(lines) == 1, "the offline expectation is drawn in the accept length chart"
     runs = {row["run"]: row for row in step.records["table:runs compared"]}
@@ -173,20 +218,27 @@ def test_acceptance_takes_the_offline_expectation_and_compares_runs(incident):
     assert any(f["code"] == "ZERO_ACCEPTANCE" for f in step.records["findings"])
 
 
-def test_postmortem_names_both_root_causes_first(incident):
+def test_postmortem_names_the_key_drop_and_the_leading_suspect(incident):
     result, out = incident
     findings = json.loads((out / "findings.json").read_text())
     causes = [f["code"] for f in findings if f["root_cause"]]
-    assert set(causes) >= ROOT_CAUSES
+    assert "KEYS_SILENTLY_DROPPED" in causes and "FC_BYPASSED" not in causes  # found, not given
     assert [f["code"] for f in findings[: len(causes)]] == causes
     page = (out / "postmortem.html").read_text(encoding="utf-8")
     verdict = page[page.index("<h2>Verdict</h2>") : page.index("<h2>What ran</h2>")]
-    for code in ROOT_CAUSES:
-        assert code in verdict
+    assert (
+        "Judged as <code>sglang==0.5.10</code>, the newest release the evidence allows" in verdict
+    )
+    assert "KEYS_SILENTLY_DROPPED" in verdict and "Leading remaining suspect" in verdict
+    assert "python -m kit watch -- sh data/incident/launch.sh" in verdict
+    assert verdict.index("Leading remaining suspect") < verdict.index(
+        "KEYS_SILENTLY_DROPPED</code></h3>"
+    )
+    assert "CKPT" not in verdict  # every fix on the user's own paths
     figures = sum(k.startswith("fig:") for s in result.steps for k in s.records)
     symptom = page.index("<h3>The symptom</h3>")  # the served accept length, in the verdict
     assert page.index("plotly-graph-div", symptom) < page.index("<h2>What ran</h2>")
-    assert page.count('class="plotly-graph-div"') == figures + 1 >= 7
+    assert page.count('class="plotly-graph-div"') == figures + 1 >= 6
     assert page.count("<script>/**") == 1  # plotly.js once, inline
 
 
@@ -194,7 +246,7 @@ def test_no_widgets_unless_interactive(incident):
     """With `interactive = False` no cell leaves a widget (a library's loading bar is one): the
     executed copies hold nothing that needs a live kernel to draw."""
     result, out = incident
-    for step in result.steps:
+    for step in _ran(result):
         assert not _outputs(out / ok(result, step.name).notebook, WIDGET_MIME), step.name
 
 
@@ -202,7 +254,7 @@ def test_executed_notebooks_carry_their_figures_not_plotly_js(incident):
     """JupyterLab draws plotly's MIME type itself: an executed notebook is its figures and
     tables (tens of KB), not a 5 MB copy of plotly.js; the postmortem embeds it once."""
     result, out = incident
-    for step in result.steps:
+    for step in _ran(result):
         notebook = out / ok(result, step.name).notebook
         figures = sum(name.startswith("fig:") for name in step.records)
         assert len(_outputs(notebook, PLOTLY_MIME)) == figures, step.name
@@ -270,7 +322,7 @@ def test_postmortem_notebook_reads_the_run_back(incident, tmp_path):
     assert {f["code"] for f in records["verdict"]} == {
         f.code for f in result.findings if f.root_cause
     }
-    assert set(records["steps"].values()) == {Status.OK}
+    assert set(records["steps"].values()) == {Status.OK, Status.SKIPPED}
     figures = sum(k.startswith("fig:") for s in result.steps for k in s.records)
     assert len(_outputs(executed, PLOTLY_MIME)) == figures + 1  # every figure and the symptom
     assert executed.stat().st_size < 1_000_000
@@ -326,7 +378,7 @@ def sampled_chat(tmp_path_factory) -> tuple[StepResult, Path]:
 
 def test_widgets_run_headless_without_waiting(sample_dir, sampled_chat, tmp_path):
     """`interactive = True` builds the widgets (filter, run selector) and still completes."""
-    logs = [str(p) for p in RunInputs.bundled_incident().logs]
+    logs = [str(p) for p in INCIDENT_LOGS]
     steps = [
         Step("01_key_inspection", {"draft": str(sample_dir), "interactive": True}),
         Step("04_acceptance_rate", {"logs": logs, "baseline": None, "interactive": True}),

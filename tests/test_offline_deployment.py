@@ -54,14 +54,19 @@ def _loud(findings) -> list[str]:
 @pytest.mark.parametrize("release", RELEASES)
 def test_a_healthy_deployment_is_quiet_on_every_release(release, drafts, common):
     """The release's own capture for a Llama target is on and feeds the trained states [2, 4, 5]
-    through fc: the deployment measures what the healthy wiring measures, to the count."""
+    through fc: the deployment measures what the healthy wiring measures, to the count, with its
+    draft steps where trained. sglang 0.5.10 runs the steps after the first one position late
+    (speculative/eagle_worker.py:527,675): a warning at most, never an error."""
     ref = healthy(TARGET, drafts[release], count_as=release, **common)
     row = as_deployed(TARGET, drafts[release], release, against=ref, **common)
     assert row.crash is None and row.label == f"as deployed: {release}, aux capture on"
     assert _loud(row.findings) == []
     assert row.result.wiring.fc_applied is True and row.result.wiring.layers == (2, 4, 5)
-    assert row.result.figures()["counts"] == ref.result.figures()["counts"]
-    assert not row.vs_healthy.beyond_noise
+    late = release == "sglang==0.5.10"
+    wired = row.result.trained_positions if late else row.result
+    assert wired.figures()["counts"] == ref.result.figures()["counts"]
+    assert late == ("DRAFT_POSITIONS_LATE" in {f.code for f in row.findings})
+    assert late or not row.vs_healthy.beyond_noise
     said = row.result.wiring.describe()[0]  # the verdict says what was detected, what given
     assert (
         said == f"loaded as {release}; aux capture on (the release's own rule for LlamaForCausalLM)"

@@ -130,7 +130,9 @@ def test_rename_alone_stays_below_healthy_and_both_fixes_restore_it(target, prom
     """The incident's first fix (`python -m kit fix --for sglang==0.5.10`, layers.0 -> midlayer)
     alone: every key loads, but with capture off the final post-norm state still skips fc
     (0.5.10 llama_eagle3.py:176): step-0 acceptance halves and accept len falls to ≤ 1.9, well
-    below healthy. With capture on as well: healthy again, to the count."""
+    below healthy. With capture on as well: healthy again, to the count, once the draft steps
+    run where trained; 0.5.10 runs every step after the first one position late
+    (speculative/eagle_worker.py:527,675), and DRAFT_POSITIONS_LATE says what that costs."""
     ck = open_checkpoint(DRAFT)
     fixed = write_fixed(ck, plan_fix(ck, load_draft_config(DRAFT), "sglang==0.5.10"),
                         tmp_path / "renamed")  # fmt: skip
@@ -145,7 +147,9 @@ def test_rename_alone_stays_below_healthy_and_both_fixes_restore_it(target, prom
     assert renamed.accept_len <= 1.9 < good.accept_len
     assert renamed.emitted == good.emitted  # greedy verification emits the same text
     assert both.wiring.fc_applied is True
-    assert both.figures()["counts"] == good.figures()["counts"]
+    assert both.trained_positions.figures()["counts"] == good.figures()["counts"]
+    assert both.verify_steps > good.verify_steps
+    assert "DRAFT_POSITIONS_LATE" in {f.code for f in both.findings}
 
 
 def test_each_fault_costs_acceptance(target, prompts):
@@ -214,8 +218,14 @@ def test_matrix_rows_all_count_as_the_release(tmp_path, capsys):
     # the healthy row is the draft as trained: it names no release's wiring (it said vllm's)
     assert rows[0]["wiring"]["release"] is None and rows[0]["wiring"]["healthy"]
     assert [r["wiring"]["release"] for r in rows[1:]] == ["sglang==0.5.10"] * 4
-    assert rows[0]["result"]["counts"] == rows[4]["result"]["counts"]  # both fixes: healthy
-    assert rows[4]["vs_healthy"]["difference"] == 0 and not rows[4]["vs_healthy"]["beyond_noise"]
+    # both fixes: healthy, once 0.5.10's draft steps after the first run where trained
+    fixed = rows[4]["result"]
+    assert rows[0]["result"]["counts"] == fixed["trained_positions"]["counts"]
+    assert fixed["counts"] != rows[0]["result"]["counts"]  # as 0.5.10 runs them: one late
+    assert all(r["wiring"]["late_positions"] == 1 for r in rows[1:])
+    assert (
+        rows[0]["wiring"]["late_positions"] == 0 and rows[0]["result"]["trained_positions"] is None
+    )
     assert rows[1]["vs_healthy"]["beyond_noise"]  # the incident is below healthy beyond noise
 
 

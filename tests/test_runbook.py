@@ -133,29 +133,45 @@ def test_a_cell_timeout_is_a_step_failure(tmp_path):
     assert "Timeout" in result.error.ename
 
 
-def test_plan_of_the_bundled_incident_runs_every_step():
+def test_plan_of_the_bundled_incident_runs_what_the_team_held():
+    """The team held a checkpoint, configs, a launch line and logs; no target that runs here,
+    so offline acceptance is skipped with the input it needs, and nothing else is."""
     steps, skipped = plan(RunInputs.bundled_incident())
-    assert not skipped
-    names = [s.name for s in steps]
-    assert set(names) == {
+    assert [(s.name, s.reason) for s in skipped] == [
+        ("05_offline_acceptance", "needs --target (a transformers target folder)")
+    ]
+    names = {s.name for s in steps}
+    assert names == {
         "01_key_inspection",
         "02_load_weights_simulation",
         "03_hidden_state_tracing",
         "04_acceptance_rate",
-        "05_offline_acceptance",
         "06_deployment_check",
     }
     deployment = next(s for s in steps if s.name == "06_deployment_check")
     assert deployment.params["launch"] == "data/incident/launch.sh"  # the incident's server line
-    acceptance = next(s for s in steps if s.name == "04_acceptance_rate")
-    assert acceptance.needs == {
-        "expected_accept_len": ("05_offline_acceptance", "expected_accept_len")
-    }
     for step in steps:  # the kernel runs in the repository root: paths resolve from there,
         for key in ("draft", "target", "target_config"):  # and bundled ones stay relative
             if step.params.get(key):
                 assert not Path(step.params[key]).is_absolute()
                 assert (ROOT / step.params[key]).exists()
+
+
+def test_the_bundled_incident_gives_nothing_away():
+    """No release, no aux capture, no chain length: what the team held, nothing more."""
+    inputs = RunInputs.bundled_incident()
+    assert inputs.engine is None and inputs.aux_capture is None
+    assert inputs.num_draft_tokens is None and inputs.target is None
+    assert (inputs.draft / "model.safetensors").is_file()  # the checkpoint their trainer wrote
+
+
+def test_the_run_judges_by_the_release_the_evidence_gives():
+    from kit.report.runbook import with_release
+
+    inputs, choice = with_release(RunInputs.bundled_incident())
+    assert inputs.engine == "sglang==0.5.10" and choice.basis == "evidence"
+    given, chosen = with_release(RunInputs(engine="sglang==0.5.12").with_bundled_incident())
+    assert given.engine == "sglang==0.5.12" and chosen.basis == "given"
 
 
 def test_paths_outside_the_repository_reach_the_kernel_absolute(tmp_path, sample_dir, monkeypatch):
@@ -217,20 +233,17 @@ def test_read_records_ignores_other_outputs_and_keeps_the_last():
 
 
 def test_the_bundled_incident_keeps_the_options_given():
-    """`python -m kit run --engine sglang==0.5.12`: the incident's data, replayed on 0.5.12."""
+    """`python -m kit run --engine sglang==0.5.12`: the incident's data, judged on 0.5.12."""
     inputs = RunInputs(engine="sglang==0.5.12", k=3).with_bundled_incident()
     assert inputs.engine == "sglang==0.5.12" and inputs.k == 3
-    assert inputs.aux_capture is False and len(inputs.logs) == 3
+    assert len(inputs.logs) == 3
     assert all(p.is_file() for p in [*inputs.logs, inputs.baseline_log])
-    assert RunInputs.bundled_incident().engine == "sglang==0.5.10"
 
 
 def test_offline_chain_matches_the_deployment():
     """A topk=1 chain of D draft tokens drafts D - 1 per step, so the offline expectation is
     measured at that k and not above the server's cap of D accepted per step."""
-    steps, _ = plan(RunInputs.bundled_incident())
-    offline = next(s for s in steps if s.name == "05_offline_acceptance")
-    assert offline.params["k"] == 4
+    assert RunInputs(num_draft_tokens=5).chain_length == 4
     assert RunInputs(num_draft_tokens=8).chain_length == 7
     assert RunInputs().chain_length == 5 and RunInputs(k=3, num_draft_tokens=8).chain_length == 3
 
@@ -239,7 +252,7 @@ def test_bundled_inputs_name_no_machine_path():
     """The postmortem is shared: the bundled incident's inputs read `data/…`, wherever the
     repository was cloned, as the notebooks' own parameters do."""
     d = RunInputs.bundled_incident().to_dict()
-    paths = [d[k] for k in ("draft", "target", "target_config", "trace_draft", "baseline_log")]
+    paths = [d[k] for k in ("draft", "target_config", "baseline_log", "launch")]
     assert all(p.startswith("data/") for p in paths + d["logs"]), d
 
 

@@ -147,14 +147,9 @@ def sglang_formula(run: LogRun, given: EngineRelease | None) -> None:
             if len(fits) == 1:
                 _set_denominator(run, row.value, fits[0])
             elif not fits:
-                others = [
-                    r
-                    for r in sglang.ACCEPT_RATE
-                    if r.value is not None and _fitting_n(r.value, pairs, _known_n(run, r.value))
-                ]
-                hint = f"; they fit {others[0].versions} ({others[0].value.expr})" if others else ""
                 run.conflicts.append(
-                    f"logged accept rates do not follow {given}'s formula {row.value.expr}{hint}"
+                    f"logged accept rates do not follow {given}'s formula {row.value.expr}"
+                    + _fitting_hint(run, pairs)
                 )
         elif row.value is None and pairs:
             run.conflicts.append(f"{given} prints no accept rate, but this log has one")
@@ -185,6 +180,26 @@ def sglang_formula(run: LogRun, given: EngineRelease | None) -> None:
         _set_denominator(run, row.value, ns[0])
     run.release_range = _intersect(run.release_range, row.versions)
     run.format_sources.append(row.source)
+
+
+def _fitting_hint(run: LogRun, pairs: list[tuple[float, float]]) -> str:
+    """Every formula the logged rates do fit, within the releases the line format allows; when
+    several fit, their rates coincide here, and the hint says the log cannot tell them apart."""
+    fitting = []
+    for r in sglang.ACCEPT_RATE:
+        if r.value is None or not _fitting_n(r.value, pairs, _known_n(run, r.value)):
+            continue
+        span = _intersect(run.release_range, r.versions)
+        if not _empty(span):
+            fitting.append(f"{span} ({r.value.expr})")
+    if not fitting:
+        return ""
+    if len(fitting) == 1:
+        return f"; they fit {fitting[0]}"
+    return (
+        f"; they fit {' and '.join(fitting)}, which print the same rates here: "
+        "the log alone cannot tell these releases apart"
+    )
 
 
 def _reading(row: Row, ns: list[int]) -> dict:

@@ -101,10 +101,19 @@ def add_deployment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draft-config", type=Path, help="draft config to trace (default: the draft's)")
     p.add_argument(
         "--engine",
-        help=f"engine release, e.g. vllm==0.11.0 (default: the --launch line's, else "
-        f"{DEFAULT_ENGINE})",
+        help="engine release, e.g. vllm==0.11.0 (default: the newest release the --launch line "
+        f"and the logs allow together, else {DEFAULT_ENGINE}; the verdict's first line says "
+        "which and why)",
     )
-    p.add_argument("--log", dest="logs", type=Path, nargs="+", default=[], help="server logs")
+    p.add_argument(
+        "--log",
+        dest="logs",
+        type=Path,
+        nargs="+",
+        action="extend",
+        default=[],
+        help="server logs, in the order they were written (repeat --log or list several)",
+    )
     p.add_argument("--target-class", help="model class serving the target")
     p.add_argument(
         "--no-aux-capture",

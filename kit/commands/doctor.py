@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from kit.errors import KitError
     from kit.findings import dumps
-    from kit.report.console import make_console, print_findings
+    from kit.report.console import make_console, print_findings, print_verdict
     from kit.schema import stamped
     from kit.verdict import diagnose
 
@@ -60,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
         print(dumps(stamped("doctor", report.to_dict())))
         return gate(report.findings, args.fail_on)
     console = make_console()  # the terminal's width; 120 columns through a pipe
-    print_findings(console, report.findings, f"doctor: {report.engine}, root causes first")
+    release = report.release.summary if report.release else report.engine
+    print_verdict(console, release, report.verdict, report.differential, "doctor")
+    print_findings(console, report.findings, "Findings, root causes first")
     for check, why in report.skipped.items():
         console.print(f"skipped {check}: {why}", markup=False)
     for fact, value in report.facts.items():

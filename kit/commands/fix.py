@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from kit.engines import parse_engine
     from kit.errors import KitError
     from kit.findings import dumps
+    from kit.load.fix_effects import stops_loading_on
     from kit.load.header_fix import complete, find_record
     from kit.load.rewrite import plan_fix, verify_output, write_fixed
     from kit.schema import stamped
@@ -79,10 +80,12 @@ def run(args: argparse.Namespace) -> int:
     ck = open_checkpoint(args.path)
     if ck.config_path is None:
         raise KitError("no config.json beside the checkpoint", ck.path)
-    plan = plan_fix(ck, load_draft_config(ck.config_path), release)
+    cfg = load_draft_config(ck.config_path)
+    plan = plan_fix(ck, cfg, release)
     if ck.source is not None and (args.out or args.in_place):
         raise KitError(WRITE_NEEDS_BYTES, Path(ck.source.label))
     result = {"plan": plan.to_dict(), "written": None, "after": None, "undo_record": None}
+    result["stops_loading_on"] = stops_loading_on(ck, cfg, plan) if plan.changes_anything else {}
     if recovered:
         result["plan"]["notes"].insert(0, recovered)
     if (args.out or args.in_place) and plan.changes_anything:
@@ -144,6 +147,13 @@ def _print(plan, result: dict) -> None:
         console.print(f"config.json: {change}")
     for note in plan.notes:
         console.print(f"[yellow]note:[/] {note}")
+    if lost := result["stops_loading_on"]:
+        from kit.load.fix_effects import spans
+
+        console.print(
+            f"[bold yellow]warning:[/] the output stops loading on {spans(lost)}, which load the "
+            "checkpoint as given: keep the original (--out, not --in-place) for those engines"
+        )
     if result["written"] is None:
         console.print("Plan only; pass --out DIR or --in-place to write it.")
         return

@@ -256,6 +256,9 @@ def _print(rows) -> None:
         if res.undetermined:
             print(f"{'':{width}} best case only: {len(res.wiring.empty_params)} parameters hold "
                   "torch.empty memory (see OFFLINE_ACCEPTANCE_UNDETERMINED)")  # fmt: skip
+        if (on := res.trained_positions) is not None:
+            print(f"{'':{width}} {on.accept_len:10.3f} {on.accept_len_ci!s:>16} with the draft "
+                  "steps where trained (see DRAFT_POSITIONS_LATE)")  # fmt: skip
     row = next((r for r in reversed(rows) if r.result is not None), None)
     if row is None or row.result is None:
         return

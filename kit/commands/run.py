@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from kit.commands._common import (
-    DEFAULT_ENGINE,
     add_deployment_arguments,
     add_fail_on,
     add_sampling_arguments,
@@ -57,13 +56,16 @@ def run(args: argparse.Namespace) -> int:
     from kit.engines import parse_engine
     from kit.extras import require
     from kit.findings import Severity
-    from kit.report.console import make_console, print_findings
+    from kit.release_choice import is_release
+    from kit.report.console import make_console, print_findings, print_verdict
     from kit.report.runbook import RunInputs
     from kit.report.runbook import run as run_notebooks
 
     require("papermill", "jupytext", "nbformat", "nbclient", "ipykernel", "plotly")
-    args.engine = args.engine or DEFAULT_ENGINE
-    parse_engine(args.engine)  # a release outside the modelled range fails here, not in 5 kernels
+    if is_release(args.engine):
+        parse_engine(
+            args.engine
+        )  # a release outside the modelled range fails here, not in 5 kernels
     inputs = RunInputs(
         draft=args.draft,
         target=args.target,
@@ -95,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not (args.quiet or args.min_severity),
     )
     console = make_console()
+    print_verdict(console, result.release_summary, result.verdict, result.differential, "run")
     print_findings(console, result.findings, "Findings, root causes first")
     for step in result.steps:
         style = {"ok": "green", "failed": "bold red", "skipped": "yellow"}[step.status]

@@ -44,10 +44,11 @@ def run(args: argparse.Namespace) -> int:
             raise KitError(f"unknown engine {name!r}; use {', '.join(ENGINES)} or all")
         rows = release_matrix(args.path, name)
         if args.json:
-            sys.stdout.write(
-                dumps(stamped("matrix", {"engine": name, "matrix": [r.to_dict() for r in rows]}))
-                + "\n"
-            )
+            from kit.load.replay import matrix_findings
+
+            matrix = {"engine": name, "matrix": [r.to_dict() for r in rows],
+                      "findings": matrix_findings(rows)}  # fmt: skip
+            sys.stdout.write(dumps(stamped("matrix", matrix)) + "\n")
         else:
             _print_matrix(name, rows)
         return 0
@@ -56,7 +57,32 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(dumps(stamped("simulate", report.to_dict())) + "\n")
     else:
         _print_report(report)
+        _print_scope(args.path, args.engine)
     return gate(report.findings, args.fail_on)
+
+
+def _print_scope(path: str, engine: str) -> None:
+    """What a load replay does not look at, and the command that does: "no findings" here is
+    about the keys alone, never a clean bill for the deployment."""
+    import shlex
+
+    from kit.report.console import make_console, print_wrapped
+
+    console = make_console()
+    print_wrapped(
+        console,
+        "simulate replays how the release loads the keys; it does not check the aux layer ids, "
+        "the hidden states the target hands the draft, the launch line or the logs. Every check:",
+        "",
+        "",
+    )
+    print_wrapped(
+        console,
+        f"python -m kit doctor --draft {shlex.quote(str(path))} --engine {engine} "
+        "--target-config TARGET_DIR [--launch LINE] [--log SERVER_LOG]",
+        "  ",
+        "    ",
+    )
 
 
 _COLOR = {
@@ -117,7 +143,9 @@ def _coloured(value) -> str:
 def _print_matrix(engine: str, rows) -> None:
     from rich.table import Table
 
-    from kit.report.console import make_console
+    from kit.load.replay import matrix_findings
+    from kit.report.console import make_console, print_findings
+    from kit.tracing.positions import positions_late
 
     title = "every engine" if engine == "all" else engine
     table = Table(title=f"{title}: what each release does with this checkpoint", show_lines=True)
@@ -125,8 +153,11 @@ def _print_matrix(engine: str, rows) -> None:
         table.add_column(col, overflow="fold")
     for r in rows:
         span = r.releases[0] if len(r.releases) == 1 else f"{r.releases[0]} … {r.releases[-1]}"
+        if r.late_positions and not r.crashed:  # DRAFT_POSITIONS_LATE below the table
+            span += f"\n[yellow]drafts {positions_late(r.late_positions)}[/]"
         color = {"loads fully": "green", "crashes": "bold red"}.get(r.outcome, "yellow")
         table.add_row(r.engine, span, f"[{color}]{r.outcome}[/]", r.detail, r.if_config_rewritten)
     console = make_console()
     console.print(table)
+    print_findings(console, matrix_findings(rows))
     console.print("Fix for one release: python -m kit fix CKPT --engine ENGINE==X --out DIR")

@@ -99,7 +99,9 @@ class Engine:
     method below names the module function it asks. Optional in `load`:
     `unloaded_failure(ctx, names)`, for an engine whose loader fails on a parameter no checkpoint
     tensor fills (without it such a parameter stays at its init); `UNWRITTEN`, the source that
-    says such a parameter keeps its `torch.empty` memory without a word.
+    says such a parameter keeps its `torch.empty` memory without a word. Optional in `forward`:
+    `draft_positions(release)`, how many positions late the draft decode runs the chain's steps
+    after the first (without it they run where the draft was trained).
     """
 
     NAME: str
@@ -174,6 +176,12 @@ class Engine:
 
     def era(self, release: EngineRelease) -> Row:  # Row[Era]
         return self.forward.era(release)
+
+    def draft_positions(self, release: EngineRelease) -> Row | None:  # Row[int]
+        """How many RoPE positions late the release runs a chain's draft steps after the first,
+        with its source; None where the kit has not read the engine's rule."""
+        rule = getattr(self.forward, "draft_positions", None)
+        return rule(release) if rule else None
 
 
 _MODULES = ("config", "params", "load", "capture", "forward", "acceptance")

@@ -98,8 +98,8 @@ def reconcile(findings: list[Finding], server_ran: bool) -> list[Finding]:
             "the keys are judged as that release loads them under its own config form",
             *(f"assumed rewrite: {c}" for c in refused.data["config_changes"]),
         ),
-        fix="pass the config.json the server actually read, or write it with "
-        f"python -m kit fix CKPT --engine {refused.engine}",
+        fix="pass the config.json the server actually read (--draft-config FILE), or write "
+        f"the one it reads: python -m kit fix CKPT --engine {refused.engine} --out CKPT-fixed",
         engine=refused.engine,
         source=refused.source,
     )
@@ -150,7 +150,7 @@ def _still_refused(r: LoadReport) -> Finding:
 
 
 def _fix(engine: str, upgrade: EngineRelease | None) -> str:
-    fix = f"python -m kit fix CKPT --engine {engine} (renames the keys)"
+    fix = f"python -m kit fix CKPT --engine {engine} --out CKPT-fixed (renames the keys)"
     if upgrade is not None:
         fix += f", or upgrade to {upgrade.name} ≥ {upgrade.version} (loads every tensor as is)"
     return fix
@@ -198,13 +198,22 @@ def _crash(r: LoadReport, fatal: Refusal | None, fix: str) -> Finding | None:
         return None
     first = fatal or Refusal(errors[0].message, errors[0].source)
     evidence = (fatal.message,) if fatal else tuple(dict.fromkeys(k.message for k in errors))
+    return startup_crash(r.engine, first, fix, evidence)
+
+
+def startup_crash(
+    engine: str, first: Refusal, fix: str, evidence: tuple[str, ...] | None = None
+) -> Finding:
+    """The release does not start with this draft: the exception it raises, and where. Shared
+    by the load replay and the trace (whose draft module the release never builds)."""
+    evidence = evidence or (first.message,)
     return Finding(
         code="STARTUP_CRASH",
         severity=Severity.ERROR,
-        title=f"{r.engine} fails at start-up: {first.message}",
+        title=f"{engine} fails at start-up: {first.message}",
         evidence=evidence,
         fix=fix,
-        engine=r.engine,
+        engine=engine,
         source=first.source,
         data={"exceptions": list(evidence)},
     )

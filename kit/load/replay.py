@@ -19,7 +19,14 @@ from typing import Any
 
 from kit.checkpoint.config import DraftConfig, parse_draft_config
 from kit.checkpoint.files import Checkpoint
-from kit.engines import ENGINES, EngineRelease, all_releases, parse_engine, release_findings
+from kit.engines import (
+    ENGINES,
+    RELEASES,
+    EngineRelease,
+    all_releases,
+    parse_engine,
+    release_findings,
+)
 from kit.engines.vocab import (
     KeyOutcome,
     LoadContext,
@@ -28,14 +35,17 @@ from kit.engines.vocab import (
     Refusal,
     State,
 )
+from kit.findings import Finding
 from kit.load.findings import findings_for, refused_findings
 from kit.load.report import LOST, LoadReport, ParamState
+from kit.tracing.positions import late_positions_finding
 
 __all__ = [
     "KeyOutcome",
     "MatrixRow",
     "ParamSpec",
     "engine_params",
+    "matrix_findings",
     "release_matrix",
     "served_config",
     "simulate_keys",
@@ -227,6 +237,9 @@ class MatrixRow:
     dropped: int = 0
     left_at_init: int = 0
     crashed: bool = False  # as served: the server does not start even with the rewritten config
+    # RoPE positions the draft steps after the first run late by (0: as trained; None: the
+    # engine's rule not read)
+    late_positions: int | None = None
 
     @property
     def span(self) -> str:
@@ -235,7 +248,7 @@ class MatrixRow:
 
     def key(self) -> tuple:
         return (self.outcome, self.detail, self.if_config_rewritten, self.dropped,
-                self.left_at_init, self.crashed)  # fmt: skip
+                self.left_at_init, self.crashed, self.late_positions)  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -249,6 +262,7 @@ class MatrixRow:
             "dropped silently": self.dropped,
             "left at init": self.left_at_init,
             "crashed": self.crashed,
+            "late_positions": self.late_positions,
         }
 
 
@@ -272,6 +286,7 @@ def matrix_row(name: str, version: str, report: LoadReport) -> MatrixRow:
     """One release's row of the matrix."""
     outcome, detail = summarise(report)
     served = report.as_served
+    positions = ENGINES[name].draft_positions(parse_engine(f"{name}=={version}"))
     return MatrixRow(
         engine=name,
         releases=[version],
@@ -281,6 +296,7 @@ def matrix_row(name: str, version: str, report: LoadReport) -> MatrixRow:
         dropped=len(served.with_outcome(Outcome.DROPPED)),
         left_at_init=sum(p.state == State.LEFT_AT_INIT and not p.unused for p in served.params),
         crashed=served.crashed,
+        late_positions=None if positions is None else positions.value,
     )
 
 
@@ -297,3 +313,27 @@ def release_matrix(ck: Checkpoint, cfg: DraftConfig, engines: list[str]) -> list
             else:
                 rows.append(row)
     return rows
+
+
+def matrix_findings(rows: list[MatrixRow]) -> list[Finding]:
+    """What the matrix finds beyond each row's load: per engine, one DRAFT_POSITIONS_LATE for
+    the releases whose server starts and runs the draft steps late (unmeasured: no target)."""
+    found = []
+    for name in dict.fromkeys(r.engine for r in rows):
+        late = [r for r in rows if r.engine == name and r.late_positions and not r.crashed]
+        if late:
+            first = parse_engine(f"{name}=={late[0].releases[0]}")
+            found.append(late_positions_finding(first, releases=f"{name} {_spans(late)}"))
+    return [f for f in found if f is not None]
+
+
+def _spans(rows: list[MatrixRow]) -> str:
+    """The rows' releases as spans, consecutive rows (in the releases read) joined."""
+    read = RELEASES[rows[0].engine]
+    spans: list[list[str]] = []
+    for r in rows:
+        if spans and read.index(r.releases[0]) == read.index(spans[-1][1]) + 1:
+            spans[-1][1] = r.releases[-1]
+        else:
+            spans.append([r.releases[0], r.releases[-1]])
+    return ", ".join(a if a == b else f"{a} … {b}" for a, b in spans)

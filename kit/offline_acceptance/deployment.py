@@ -62,7 +62,9 @@ def as_deployed(
 
 
 def judge(row: OfflineRow, healthy_row: OfflineRow) -> None:
-    """Set `row.vs_healthy`; a figure below healthy beyond the noise adds a finding to the row."""
+    """Set `row.vs_healthy`; a wiring below healthy beyond the noise adds a finding to the row
+    (a release that drafts late is judged on its steps where trained: DRAFT_POSITIONS_LATE says
+    what the positions cost)."""
     if row.result is None or healthy_row.result is None:
         return
     a, b = healthy_row.result.settings, row.result.settings
@@ -73,7 +75,11 @@ def judge(row: OfflineRow, healthy_row: OfflineRow) -> None:
         )
     c = compare(healthy_row.result, row.result, healthy_row.label, row.label)
     row.vs_healthy = c
-    if c.beyond_noise and c.difference < 0:
+    # what the wiring itself loses: a release that drafts late is judged with its steps where
+    # trained, the positions' own cost being DRAFT_POSITIONS_LATE
+    wired = row.result.trained_positions
+    w = c if wired is None else compare(healthy_row.result, wired, healthy_row.label, row.label)
+    if w.beyond_noise and w.difference < 0:
         row.findings.append(_below_healthy(row, c))
 
 

@@ -45,7 +45,13 @@ from kit.engines.base import DraftProposal
 from kit.errors import KitError
 from kit.offline_acceptance.intervals import CONFIDENCE, RESAMPLES
 from kit.offline_acceptance.prompts import Prompt, PromptFormat, chat_prompts, resolve_prompts
-from kit.offline_acceptance.result import OfflineResult, OfflineRow, Settings, verdict
+from kit.offline_acceptance.result import (
+    OfflineResult,
+    OfflineRow,
+    Settings,
+    positions_verdict,
+    verdict,
+)
 from kit.offline_acceptance.sampling import (
     Counts,
     Sampler,
@@ -62,7 +68,7 @@ from kit.offline_acceptance.target import (
     reset_peak_memory,
 )
 from kit.offline_acceptance.wiring import HEALTHY_RELEASE, Feed, Wiring, load_draft, plan_wiring
-from kit.tracing.draft import ChainCache, Eagle3Draft
+from kit.tracing.draft import ChainCache, Eagle3Draft, chain_positions
 
 PROGRESS_MIN_GROUPS = 8  # a progress bar (on a terminal only) from this many prompt groups on
 # an engine whose `acceptance` has no DRAFT_PROPOSAL rows: verified as the papers write it
@@ -177,7 +183,8 @@ def evaluate(
         module = load_draft(opened, plan, target, opts.device)
         key = hash(tuple(tuple(p.ids) for p in given))  # chat-rendered or raw: same prompts
         result = measure(target, module, plan.wiring, sent, opts, counting, key, label)
-    result.findings = [*findings, verdict(result)]
+    late = positions_verdict(result)
+    result.findings = [*findings, verdict(result), *([late] if late else [])]
     return OfflineRow(label, result.wiring, result, findings=list(result.findings))
 
 
@@ -217,7 +224,11 @@ def measure(
     label: str | None = None,
 ) -> OfflineResult:
     """Every prompt's verify steps under one wiring (module doc, steps 1-4); `label` names the
-    row on its progress bar (default: the wiring's own description)."""
+    row on its progress bar (default: the wiring's own description).
+
+    A wiring whose release runs the draft steps after the first late is also measured with
+    every step where trained (`OfflineResult.trained_positions`): the same text, target pass
+    and draws, only the chains run again."""
     (counter, rule), sampler = counting, opts.sampler
     past_stop, proposal = rule.value, draft_proposal(counter).value
     generator = torch.Generator().manual_seed(opts.seed)
@@ -225,7 +236,8 @@ def measure(
     groups: dict[int, list[int]] = defaultdict(list)  # equal-length prompts run as one batch
     for i, pr in enumerate(prompts):
         groups[len(pr.ids)].append(i)
-    per_prompt = [Counts() for _ in prompts]
+    lateness = (wiring.late_positions, 0) if wiring.late_positions else (0,)
+    per_prompt = {late: [Counts() for _ in prompts] for late in lateness}
     fc_applied, t0 = False, time.perf_counter()
     reset_peak_memory()
     shown = opts.progress and len(groups) >= PROGRESS_MIN_GROUPS
@@ -236,32 +248,39 @@ def measure(
             new = opts.max_new_tokens + (opts.k if past_stop else 0)
             seq = torch.cat([ids.cpu(), continued(target, ids, new, sampler, generator)], 1)
             fed, p_next = target_pass(target, seq.to(here), wiring, sampler, there)
-            accept_p, fc = chain_acceptance(
-                draft, seq.to(there), fed, opts.k, sampler, p_next, proposal
-            )
-            accept_p, fc_applied = accept_p.cpu(), fc_applied or fc
-            draws = (
-                torch.zeros_like(accept_p)
-                if sampler.greedy
-                else torch.rand(accept_p.shape, generator=generator)
-            )
-            for b, i in enumerate(members):
-                done = completion_len(
-                    seq[b, length:].tolist(), prompts[i].stop_ids, opts.max_new_tokens
+            ends = [
+                length + completion_len(seq[b, length:].tolist(), prompts[i].stop_ids,
+                                        opts.max_new_tokens)
+                for b, i in enumerate(members)
+            ]  # fmt: skip
+            draws = None
+            for late in lateness:
+                accept_p, fc = chain_acceptance(
+                    draft, seq.to(there), fed, opts.k, sampler, p_next, proposal, late
                 )
-                per_prompt[i] = walk(accept_p[b], draws[b], length, length + done, past_stop)
+                accept_p, fc_applied = accept_p.cpu(), fc_applied or fc
+                if draws is None:  # one set of draws for every lateness: paired figures
+                    draws = (
+                        torch.zeros_like(accept_p)
+                        if sampler.greedy
+                        else torch.rand(accept_p.shape, generator=generator)
+                    )
+                for b, i in enumerate(members):
+                    per_prompt[late][i] = walk(accept_p[b], draws[b], length, ends[b], past_stop)
             bar.update(len(members))
     bar.close()
-    if not any(c.steps for c in per_prompt):
+    if not any(c.steps for c in per_prompt[0]):
         raise KitError("no verify step ran: every completion ended at its first token")
     resources = {"seconds": round(time.perf_counter() - t0, 3), **peak_memory()}
-    return OfflineResult(
-        replace(wiring, fc_applied=fc_applied),
-        _settings(opts, counter, rule),
-        per_prompt,
-        prompts_key,
-        resources=resources,
+    settings, measured = _settings(opts, counter, rule), replace(wiring, fc_applied=fc_applied)
+    result = OfflineResult(
+        measured, settings, per_prompt[lateness[0]], prompts_key, resources=resources
     )
+    if wiring.late_positions:
+        trained = replace(measured, late_positions=0,
+                          what_if=(*measured.what_if, "every draft step where trained"))  # fmt: skip
+        result.trained_positions = OfflineResult(trained, settings, per_prompt[0], prompts_key)
+    return result
 
 
 def _settings(opts: Options, counter: EngineRelease, rule: Row[bool]) -> Settings:
@@ -376,10 +395,12 @@ def chain_acceptance(
     sampler: Sampler,
     p_next: torch.Tensor | None,
     proposal: DraftProposal = DraftProposal.SAMPLED,
+    late: int = 0,
 ) -> tuple[torch.Tensor, bool]:
     """P(accept | emitted) `[B, T-1, k]` for the chain that starts at every row, and whether fc
     ran. Row t starts from the target's state at t and token t+1; step j drafts token t+2+j and
-    is fed the token the server emitted there (the drafted one, whenever it was accepted).
+    is fed the token the server emitted there (the drafted one, whenever it was accepted). Step
+    j runs at position t+j, `late` positions later for j ≥ 1 (`chain_positions`).
 
     Greedy, or an ARGMAX proposal at a temperature: the drafted token is the draft's argmax and
     is accepted exactly when it is the emitted token (accepted with p(d), else the target draws
@@ -397,7 +418,7 @@ def chain_acceptance(
     index = draft_index(draft, int(seq.max()) + 1)
     tokens, h, own, out, fc = seq[:, 1:], fed[:, :rows].to(dtype), False, [], False
     for j in range(k):
-        logits, h = draft(tokens, h, pos + j, cache, own)
+        logits, h = draft(tokens, h, chain_positions(pos, j, late), cache, own)
         fc = fc or (j == 0 and bool(draft.fc_applied))
         truth = emitted[:, 2 + j : 2 + j + rows]
         if sampler.greedy or proposal == DraftProposal.ARGMAX:  # accepted iff it was emitted

@@ -25,6 +25,7 @@ from kit.offline_acceptance.intervals import (
 )
 from kit.offline_acceptance.sampling import Counts
 from kit.offline_acceptance.wiring import EMPTY_ASSUMPTION, Wiring
+from kit.tracing.positions import late_positions_finding
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,9 @@ class OfflineResult:
     prompts_key: int  # hash of the prompts' ids: results on the same prompts compare paired
     findings: list[Finding] = field(default_factory=list)
     resources: dict[str, float] = field(default_factory=dict)  # seconds, peak memory
+    # the same wiring with every draft step where trained, when the release runs them late
+    # (`Wiring.late_positions`): what a release with the fix reaches, measured paired
+    trained_positions: OfflineResult | None = None
 
     @property
     def k(self) -> int:
@@ -190,7 +194,9 @@ class OfflineResult:
         }
 
     def to_dict(self) -> dict[str, Any]:
+        trained = self.trained_positions
         return self.figures() | {
+            "trained_positions": None if trained is None else trained.figures(),
             "settings": self.settings.to_dict(),
             "wiring": self.wiring.to_dict(),
             "resources": self.resources,
@@ -258,6 +264,16 @@ def verdict(r: OfflineResult) -> Finding:
         ),
         engine=engine,
     )
+
+
+def positions_verdict(r: OfflineResult) -> Finding | None:
+    """DRAFT_POSITIONS_LATE with its cost: the row against the same wiring with every draft
+    step where trained; None for a release that runs them there."""
+    if r.trained_positions is None:
+        return None
+    release = r.wiring.release
+    c = compare(r.trained_positions, r, "the draft steps where trained", f"as {release} runs them")
+    return late_positions_finding(release, c)
 
 
 def _undetermined(r: OfflineResult, engine: str | None) -> Finding:

@@ -28,7 +28,7 @@ from kit.checkpoint.config import DraftConfig, TargetConfig
 from kit.checkpoint.draft import Draft, open_draft
 from kit.checkpoint.files import Checkpoint
 from kit.checkpoint.hub import require_local
-from kit.engines import EngineRelease, all_releases, parse_engine
+from kit.engines import ENGINES, EngineRelease, all_releases, parse_engine
 from kit.engines.aux_ids import aux_flag_key, trained_layers
 from kit.engines.vocab import Init, State
 from kit.errors import KitError
@@ -38,6 +38,7 @@ from kit.load.replay import served_config, simulate_load
 from kit.load.report import LoadReport
 from kit.tracing.capture import CaptureReport, Feed, simulate_capture
 from kit.tracing.draft import Eagle3Draft, build_draft, load_state
+from kit.tracing.positions import positions_late
 
 HEALTHY_RELEASE = "vllm==0.11.2"  # reads speculators configs, layers.0.* keys and top-level ids
 # What the measurement puts where the engine's torch.empty memory is (`load_state`'s stand-in).
@@ -63,6 +64,9 @@ class Wiring:
     # measurement stands them in at PyTorch's default init (`EMPTY_ASSUMPTION`)
     empty_params: tuple[str, ...] = ()
     aux_off_reason: str | None = None  # why the release's own rule captures nothing
+    # RoPE positions the release runs the chain's draft steps after the first late by
+    # (`Engine.draft_positions`); the healthy wiring runs every step where trained
+    late_positions: int = 0
 
     def describe(self) -> tuple[str, ...]:
         """The wiring as evidence lines a reader can scan."""
@@ -88,6 +92,11 @@ class Wiring:
             f"draft fed: {feed}; fc {fc}",
             f"d2t map {'used' if self.use_d2t else 'not used'}",
         ]
+        if self.late_positions:
+            lines.append(
+                f"draft steps after the first run {positions_late(self.late_positions)}, as "
+                f"{self.release} runs them"
+            )
         if self.empty_params:
             lines.append(
                 f"{len(self.empty_params)} parameters never written hold torch.empty memory "
@@ -112,6 +121,7 @@ class Wiring:
             "fc_applied": self.fc_applied,
             "what_if": list(self.what_if),
             "empty_params": list(self.empty_params),
+            "late_positions": self.late_positions,
         }
 
 
@@ -157,6 +167,8 @@ def plan_wiring(
                         tuple(cap.captured_layers), use_d2t, aux_capture,
                         aux_off_reason=_off_reason(cap, draft_cfg))  # fmt: skip
     wiring = _what_if(wiring, target_cfg, aux_layers)
+    if engine is not None:
+        wiring = replace(wiring, late_positions=late_positions(release))
     # measured as the release serves the draft: under its own config form when it refuses the
     # config as saved (the findings keep the refusal); only a server that does not start at all
     # even then is a crash
@@ -177,6 +189,13 @@ def healthy_release(ck: Checkpoint, cfg: DraftConfig) -> EngineRelease:
         if flags_ignored(cfg, rel) is None and simulate_load(ck, cfg, rel).as_served.loads_cleanly:
             return rel
     return default
+
+
+def late_positions(release: EngineRelease) -> int:
+    """How many positions late `release` runs the draft steps after the first (0: as trained,
+    or the engine's rule not read)."""
+    row = ENGINES[release.name].draft_positions(release)
+    return row.value if row is not None else 0
 
 
 def _off_reason(cap: CaptureReport, draft_cfg: DraftConfig) -> str | None:

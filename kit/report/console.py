@@ -18,11 +18,16 @@ import os
 import textwrap
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
 
 from kit.findings import Finding, Severity
+
+if TYPE_CHECKING:
+    from kit.differential import Differential
+    from kit.verdict_summary import Verdict
 
 PIPED_WIDTH = 120
 _quiet: list[Severity] = []  # the --quiet threshold while a command runs (`quiet_findings`)
@@ -83,21 +88,21 @@ def _print_block(console: Console, f: Finding) -> None:
 
     head = f.severity.name.lower() + (" · root cause" if f.root_cause else "")
     console.print(f"[{STYLE[f.severity]}]{head}[/] {f.code}")
-    _print_wrapped(console, f.title, "", "")
+    print_wrapped(console, f.title, "", "")
     lines = [f"• {e}" for e in f.evidence[:8]]
     if len(f.evidence) > 8:
         lines.append(f"• … {len(f.evidence) - 8} more")
     if f.fix:
         lines.append(f"fix: {f.fix}")
     for line in lines:
-        _print_wrapped(console, line, "  ", "    ")
+        print_wrapped(console, line, "  ", "    ")
     cite = " · ".join(x for x in (f.engine, f.source) if x)
     if cite:
-        _print_wrapped(console, cite, "  ", "    ", style="dim")
+        print_wrapped(console, cite, "  ", "    ", style="dim")
     console.print()
 
 
-def _print_wrapped(console: Console, text: str, first: str, rest: str, style: str = "") -> None:
+def print_wrapped(console: Console, text: str, first: str, rest: str, style: str = "") -> None:
     """Wrapped here rather than by rich, which pads every wrapped line to the console's width
     (trailing blanks in a pipe) and cannot hang an indent under a bullet. Paths and key names
     are never split."""
@@ -107,3 +112,51 @@ def _print_wrapped(console: Console, text: str, first: str, rest: str, style: st
     )  # fmt: skip
     for line in lines:
         console.print(Text(line, style=style), soft_wrap=True)
+
+
+MARKS = {
+    "confirmed": "bold red",
+    "assumed": "yellow",
+    "unverified": "bold yellow",
+    "ruled out": "dim",
+}
+
+
+def print_verdict(
+    console: Console, release: str, verdict: Verdict, diff: Differential | None, command: str
+) -> None:
+    """A verdict's head (doctor, run): the release judged and why, the answer in one line, what
+    holds and what was not seen; for a symptom, the differential: the logs as a sequence, every
+    cause that can produce it with its status and evidence, and what settles the unverified."""
+    print_wrapped(console, f"{command}: judged as {release}", "", "  ", style="bold")
+    print_wrapped(console, f"verdict: {verdict.headline}", "", "  ", style="bold")
+    for line in verdict.holds if not verdict.healthy else ():
+        print_wrapped(console, f"✓ {line}", "  ", "    ")
+    for line in verdict.unchecked:
+        print_wrapped(console, f"not checked: {line}", "  ", "    ", style="dim")
+    if diff is not None:
+        _print_differential(console, diff)
+    console.print()
+
+
+def _print_differential(console: Console, diff: Differential) -> None:
+    console.print()
+    print_wrapped(console, f"Symptom: {diff.symptom}", "", "  ", style="bold italic")
+    for line in diff.sequence:
+        print_wrapped(console, f"• {line}", "  ", "    ")
+    console.print()
+    heading = "Causes that hold acceptance at the floor" if diff.floor else "Causes that lower it"
+    console.print(heading, style="bold italic")
+    for a in diff.assessments:
+        first, *rest = textwrap.wrap(a.cause.name, max(console.width - 13, 20))
+        console.print(Text.assemble((f"  {a.status:<11}", MARKS[a.status]), first), soft_wrap=True)
+        for line in rest:
+            console.print(Text(f"{'':13}{line}"), soft_wrap=True)
+        dim = "dim" if a.status == "ruled out" else ""
+        for e in a.evidence:
+            print_wrapped(console, e, "      ", "        ", style=dim)
+        if a.settle:
+            print_wrapped(console, f"settle: {a.settle}", "      ", "        ")
+    if diff.partial:
+        codes = ", ".join(dict.fromkeys(f.code for f in diff.partial))
+        print_wrapped(console, f"Also costing acceptance: {codes}", "", "  ")

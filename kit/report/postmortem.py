@@ -14,11 +14,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kit.report.html import cause_html, escape, figure_html, findings_html, page, table_html
+from kit.report.html import (
+    cause_html,
+    escape,
+    figure_html,
+    findings_html,
+    page,
+    prose,
+    table_html,
+)
 from kit.report.runs import Run, Status, StepResult
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from kit.differential import Differential
 
 RUNS_TABLE = "table:runs compared"
 FIXES_TABLE = "table:before against after"
@@ -48,23 +58,104 @@ def symptom_figure(run: Run) -> dict[str, Any] | None:
 
 
 def verdict_html(run: Run, symptom: bool = True) -> str:
-    """Root causes in full, the symptom chart (unless `symptom` is off: a notebook draws it
-    itself), then the other findings."""
+    """The release judged and why; for a symptom, the differential (every cause that can produce
+    it, confirmed, ruled out or unverified, and what settles each); the confirmed causes in full;
+    the symptom chart (unless `symptom` is off: a notebook draws it itself); the other findings."""
     findings = run.findings
+    diff = run.differential
     causes = [f for f in findings if f.root_cause]
     rest = [f for f in findings if not f.root_cause]
-    if causes:
+    if diff is not None:
+        head = differential_html(diff)
+    elif causes:
         n = len(causes)
         head = f"<p><b>{n} root cause{'s' if n > 1 else ''}</b> explain{'' if n > 1 else 's'} the symptom:</p>"
     elif findings:
         head = "<p>No root cause was identified; the findings below are what the checks saw.</p>"
     else:
-        head = "<p>No findings: every check that ran passed.</p>"
+        head = "<p class=ok>No findings: every check that ran passed.</p>"
     body = "".join(cause_html(f) for f in causes)
+    if causes and diff is not None:
+        body = "<h3>The confirmed causes in full</h3>" + body
     figure = symptom_figure(run) if symptom else None
     glance = f"<h3>The symptom</h3>{figure_html(figure)}" if figure else ""
     others = f"<h3>Other findings</h3>{findings_html(rest)}" if rest else ""
-    return f'<section class="card verdict"><h2>Verdict</h2>{head}{body}{glance}{others}</section>'
+    release = release_html(run)
+    answer = answer_html(run)
+    return (
+        f'<section class="card verdict"><h2>Verdict</h2>{answer}{release}{head}{body}{glance}'
+        f"{others}</section>"
+    )
+
+
+def answer_html(run: Run) -> str:
+    """The verdict in one line; for a healthy deployment, what holds, with the healthy figure
+    beside the deployment's; and what no step could see, with the input that would show it."""
+    v = run.verdict
+    css = "ok" if v.healthy else "bad"
+    holds = "".join(f"<li>✓ {prose(h)}</li>" for h in v.holds) if v.healthy else ""
+    unchecked = "".join(f"<li>{prose(u)}</li>" for u in v.unchecked)
+    return (
+        f"<p class={css} style='font-size:17px'>{prose(v.headline[:1].upper() + v.headline[1:])}"
+        "</p>"
+        + (f"<ul>{holds}</ul>" if holds else "")
+        + (f"<p class=meta>Not checked:</p><ul class=meta>{unchecked}</ul>" if unchecked else "")
+    )
+
+
+def release_html(run: Run) -> str:
+    """Which release every step judged by, and what that choice rests on."""
+    r = run.release
+    if not r:
+        return ""
+    basis = {
+        "given": "given",
+        "evidence": "the newest release the evidence allows",
+        "default": "the default: nothing named one",
+    }[r["basis"]]
+    fitting = r.get("fitting") or []
+    span = f" (the evidence allows {fitting[0]} … {fitting[-1]})" if len(fitting) > 1 else ""
+    lines = "".join(f"<li>{prose(e)}</li>" for e in [*r["evidence"], *r.get("conflicts", [])])
+    return f"<p>Judged as <code>{escape(r['release'])}</code>, {basis}{escape(span)}.</p>" + (
+        f"<ul class=meta>{lines}</ul>" if lines and r["basis"] != "given" else ""
+    )
+
+
+STATUS_CLASS = {"confirmed": "bad", "assumed": "skip", "unverified": "skip", "ruled out": "meta"}
+
+
+def differential_html(diff: Differential) -> str:
+    """The symptom, the logs as a sequence, and every cause of it with its status."""
+    seq = "".join(f"<li>{prose(line)}</li>" for line in diff.sequence)
+    lead = diff.leading
+    lead_html = (
+        f"<div class=missing><b>Leading remaining suspect</b> (unverified): "
+        f"{prose(lead.cause.name)}.<br>{prose(lead.evidence[0])}.<br><b>Settle it:</b> "
+        f"{prose(lead.settle)}. Only the running engine shows this for certain.</div>"
+        if lead
+        else ""
+    )
+    rows = "".join(
+        f"<tr><td data-label=status class={STATUS_CLASS[a.status]}>{escape(a.status)}</td>"
+        f"<td data-label=cause>{prose(a.cause.name)}<div class=meta>"
+        f"{'<br>'.join(prose(e) for e in a.evidence)}</div></td>"
+        f"<td data-label='what settles it'>{prose(a.settle)}</td></tr>"
+        for a in diff.assessments
+    )
+    partial = (
+        f"<p class=meta>Also costing acceptance: "
+        f"{', '.join(escape(f.code) for f in diff.partial)}.</p>"
+        if diff.partial
+        else ""
+    )
+    return (
+        f"<p><b>Symptom:</b> {prose(diff.symptom)}.</p><ul>{seq}</ul>{lead_html}"
+        f"<h3>{'Every cause that holds acceptance at the floor' if diff.floor else 'Every cause that lowers it'}</h3>"
+        f'<table class="findings" style="width:100%;table-layout:fixed">'
+        "<thead><tr><th style='width:8em'>status</th><th>cause and evidence</th>"
+        f"<th style='width:34%'>what settles it</th></tr></thead><tbody>{rows}</tbody></table>"
+        f"{partial}"
+    )
 
 
 def status_html(run: Run) -> str:
@@ -158,7 +249,7 @@ def observed_html(run: Run) -> str:
 def render(run: Run) -> str:
     """The whole postmortem page."""
     failed = sum(s.status == Status.FAILED for s in run.steps)
-    engine = run.inputs.get("engine", "")
+    engine = run.inputs.get("engine") or ""
     state = f"<span class=bad>{failed} step(s) failed</span>" if failed else "all steps ran"
     body = (
         "<h1>EAGLE-3 draft postmortem</h1>"

@@ -25,16 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from kit.errors import KitError, require_inputs
+from kit.release_choice import ReleaseChoice
 from kit.report import postmortem
 from kit.report.notebook import HEADLESS, NOTEBOOKS, ROOT, read_script, script_path
 from kit.report.record import read_records
 from kit.report.runs import SUMMARY_NAME, TITLES, Run, Status, StepError, StepResult
 
 DATA = ROOT / "data"
-# Offline acceptance of the bundled incident on its first 40 held-out prompts (of 300), so the
-# whole run stays under a minute on 2 cores; `--num-prompts 300` measures on all of them.
-DEMO_PROMPTS = 40
-INCIDENT_DRAFT_TOKENS = 5  # the incident log: accept rate 0.20 = 1/5 at zero acceptance
 
 # Longest first, so the steps waiting on it do not lengthen the run: the offline acceptance (which
 # the acceptance notebook needs), then the full-scale trace.
@@ -56,7 +53,7 @@ class RunInputs:
     target: Path | None = None  # transformers target folder: offline acceptance
     target_config: Path | None = None  # target config.json: tracing (default: the target's)
     trace_draft: Path | None = None  # draft config for tracing (default: `draft`)
-    engine: str = "sglang==0.5.10"
+    engine: str | None = None  # None (or a bare name): from the launch line and the logs
     logs: list[Path] = field(default_factory=list)
     baseline_log: Path | None = None  # a server run without speculation (for the speedup)
     target_class: str | None = None
@@ -90,30 +87,24 @@ class RunInputs:
         )  # fmt: skip
 
     def with_bundled_incident(self) -> RunInputs:
-        """The incident of `data/` (the bundled pair, Kimi-K2.5 configs, the server logs), with
-        the options given here (engine release, target class, k …) kept.
+        """The incident as the team held it (`kit.incident`): the draft checkpoint their trainer
+        wrote, the Kimi-K2.5 target's config, the launch line and the server logs in the order
+        they were written, with the options given here kept. Nothing says which release ran or
+        which fault it had: the verdict has to find both."""
+        from kit import incident
 
-        Aux capture is off unless said otherwise: it was not active for the KimiK25 class in
-        the team's deployment, which ran 5 draft tokens per step (topk 1: 4 drafted).
-        """
-        logs = DATA / "incident" / "logs"
         return replace(
             self,
-            draft=DATA / "pair" / "draft",
-            target=DATA / "pair" / "target",
-            target_config=DATA / "incident" / "kimi-k2.5" / "target",
-            trace_draft=self.trace_draft or DATA / "incident" / "kimi-k2.5" / "draft",
-            logs=[logs / f"{n}.log" for n in ("before", "after-rename", "after-both-fixes")],
-            baseline_log=logs / "baseline-no-spec.log",
-            launch=self.launch or DATA / "incident" / "launch.sh",
-            aux_capture=False if self.aux_capture is None else self.aux_capture,
-            num_draft_tokens=self.num_draft_tokens or INCIDENT_DRAFT_TOKENS,
-            num_prompts=self.num_prompts or DEMO_PROMPTS,
+            draft=incident.draft_checkpoint(),
+            target_config=incident.TARGET_CONFIG,
+            logs=list(incident.LOGS),
+            baseline_log=incident.BASELINE_LOG,
+            launch=self.launch or incident.LAUNCH,
         )
 
     @classmethod
     def bundled_incident(cls) -> RunInputs:
-        """The incident as it happened: `sglang==0.5.10`, aux capture off."""
+        """The incident as the team held it, nothing more."""
         return cls().with_bundled_incident()
 
     def to_dict(self) -> dict[str, Any]:
@@ -197,7 +188,8 @@ def _offline_step(inputs: RunInputs, draft: str | None, target: str | None) -> S
     from kit.checkpoint.hub import is_remote
 
     if not (draft and target):
-        return _skip("05_offline_acceptance", "needs --draft and --target")
+        needs = " and ".join(f"--{n}" for n, v in (("draft", draft), ("target", target)) if not v)
+        return _skip("05_offline_acceptance", f"needs {needs} (a transformers target folder)")
     if is_remote(draft) or is_remote(target):
         return _skip(
             "05_offline_acceptance", "needs the weights on disk, not their Hub headers: --download"
@@ -447,10 +439,35 @@ class _Progress:
             self.console.print(f"{mark} {result.name} ({result.seconds:.1f} s)", highlight=False)
 
 
-def _engine_seen(given: str, seen: str | None) -> str:
-    """The release the watched engine reported, unless another than the default was asked for."""
-    default = RunInputs.__dataclass_fields__["engine"].default
-    return seen if seen and given == default else given
+def _engine_seen(given: str | None, seen: str | None) -> str | None:
+    """The release the watched engine reported, unless a release was asked for."""
+    from kit.release_choice import is_release
+
+    return given if is_release(given) else seen or given
+
+
+def with_release(inputs: RunInputs) -> tuple[RunInputs, ReleaseChoice]:
+    """The inputs with the release every notebook judges by: the one given, else the newest the
+    launch line and the logs allow together (`kit.release_choice`, as doctor chooses it)."""
+    from kit.acceptance import parse_files
+    from kit.release_choice import choose, engine_name, is_release
+
+    if is_release(inputs.engine):
+        return inputs, choose(inputs.engine)
+    served = None
+    if inputs.launch is not None:
+        from kit.deployment.lines import read_served
+
+        served = read_served(inputs.launch, inputs.engine)
+    name = engine_name(inputs.engine) or (served.command.engine if served else None)
+    runs = parse_files(inputs.logs, engine=name) if inputs.logs else []
+    choice = choose(
+        inputs.engine,
+        launch_engine=served.command.engine if served else None,
+        launch_fitting=served.fitting if served else None,
+        runs=runs,
+    )
+    return replace(inputs, engine=str(choice.release)), choice
 
 
 def run(
@@ -482,6 +499,7 @@ def run(
         )
     if inputs.empty:
         inputs = inputs.with_bundled_incident()
+    inputs, release = with_release(inputs)
     t0 = time.perf_counter()
     steps, skipped = plan(inputs)
     for step in skipped:  # an earlier run's notebook must not pass for this run's
@@ -491,6 +509,7 @@ def run(
     all_steps = sorted([*results, *skipped], key=lambda s: order.index(s.name))
     observed = seen.findings if seen is not None else []
     result = Run(inputs.to_dict(), all_steps, time.perf_counter() - t0, observed)
+    result.release = release.to_dict()
     (out_dir / SUMMARY_NAME).write_text(json.dumps(result.to_dict(), indent=2) + "\n")
     (out_dir / "findings.json").write_text(
         json.dumps([f.to_dict() for f in result.findings], indent=2) + "\n"

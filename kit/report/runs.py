@@ -11,12 +11,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kit.errors import KitError
-from kit.findings import Finding, Severity, ranked
+from kit.findings import Finding, Severity, ranked, with_inputs
 from kit.limits import read_json_file
 from kit.report.record import read_records
+
+if TYPE_CHECKING:
+    from kit.differential import Differential, LogPoint, Seen
+    from kit.verdict_summary import Verdict
 
 SUMMARY_NAME = "run.json"
 
@@ -94,6 +98,7 @@ class Run:
     steps: list[StepResult]
     seconds: float = 0.0
     observed: list[Finding] = field(default_factory=list)  # a `kit watch` report's (run --watch)
+    release: dict[str, Any] = field(default_factory=dict)  # how the release was chosen
 
     @property
     def findings(self) -> list[Finding]:
@@ -110,7 +115,10 @@ class Run:
                 seen.setdefault((f.code, "" if f.root_cause else f.title), f)
         from kit.watch.as_evidence import observed_first
 
-        return observed_first(ranked([*seen.values(), *self.failures()]), self.observed)
+        found = observed_first(ranked([*seen.values(), *self.failures()]), self.observed)
+        target = self.inputs.get("target") or self.inputs.get("target_config")
+        inputs = {"draft": self.inputs.get("draft"), "target": target}
+        return with_inputs(found, {**inputs, "release": self.inputs.get("engine")})
 
     def server_ran(self) -> bool:
         """Whether a server log of the run holds acceptance figures."""
@@ -136,9 +144,81 @@ class Run:
     def step(self, name: str) -> StepResult | None:
         return next((s for s in self.steps if s.name == name), None)
 
+    def ran(self, name: str) -> StepResult | None:
+        step = self.step(name)
+        return step if step is not None and step.status == Status.OK else None
+
+    @property
+    def differential(self) -> Differential | None:
+        """The differential diagnosis doctor gives, from the notebooks' findings and what the
+        run's inputs let them see (`kit.differential`)."""
+        from kit.differential import diagnose
+
+        return diagnose(self.findings, self.seen(), self.log_points())
+
+    @property
+    def verdict(self) -> Verdict:
+        """The answer in one line, what holds, what was not seen (`kit.verdict_summary`)."""
+        from kit.verdict_summary import summarise_run
+
+        return summarise_run(self)
+
+    @property
+    def release_summary(self) -> str:
+        from kit.release_choice import summary
+
+        return summary(self.release) if self.release else str(self.inputs.get("engine"))
+
+    def seen(self) -> Seen:
+        """The evidence the notebooks rested on: a checkpoint read, the config traced being
+        the one served, a target config, a launch line, the run's own assertions."""
+        from kit.differential import Seen, config_not_served
+
+        keys, trace = self.ran("02_load_weights_simulation"), self.ran("03_hidden_state_tracing")
+        why = config_not_served(trace.findings, self.inputs.get("engine")) if trace else ""
+        summary = trace.records.get("summary", {}) if trace else {}
+        widths = (summary.get("target_hidden"), summary.get("draft_hidden"))
+        launch = self.inputs.get("launch")
+        return Seen(
+            weights=keys is not None,
+            served_config=trace is not None and not why,
+            served_config_why=why,
+            target=trace is not None,
+            tokenizer=self.ran("05_offline_acceptance") is not None,
+            launch=bool(launch) and self.ran("06_deployment_check") is not None,
+            engine_observed=bool(self.observed),
+            aux_capture_given=self.inputs.get("aux_capture"),
+            widths_equal=widths[0] == widths[1] if None not in widths else None,
+            server_ran=self.server_ran(),
+            draft=self.inputs.get("draft"),
+            target_dir=self.inputs.get("target") or self.inputs.get("target_config"),
+            launch_text=f"sh {launch}" if launch and Path(launch).suffix == ".sh" else launch,
+            release=self.inputs.get("engine"),
+        )
+
+    def log_points(self) -> list[LogPoint]:
+        """Each server log in the order given: its mean accept length, at the floor or not."""
+        from kit.differential import FLOOR_CODES, LOW_CODES, LogPoint
+
+        step = self.ran("04_acceptance_rate")
+        if step is None:
+            return []
+
+        def said(codes: frozenset[str]) -> set[str]:
+            return {Path(str(f.data.get("run", ""))).name for f in step.findings if f.code in codes}
+
+        floor, low = said(FLOOR_CODES), said(LOW_CODES)
+        logs = {Path(p).name for p in self.inputs.get("logs", [])}
+        return [
+            LogPoint(row["run"], row.get("accept len"), row["run"] in floor, row["run"] in low)
+            for row in step.records.get("table:runs compared", [])
+            if row.get("run") in logs and row.get("accept len") is not None
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "inputs": self.inputs,
+            "release": self.release,
             "seconds": round(self.seconds, 2),
             "steps": [s.to_dict() for s in self.steps],
             "observed": [f.to_dict() for f in self.observed],
@@ -155,7 +235,8 @@ def load_run(run_dir: str | Path) -> Run:
     try:
         steps = [_step(d, folder, summary) for d in data["steps"]]
         observed = [Finding.from_dict(f) for f in data.get("observed", [])]
-        return Run(dict(data["inputs"]), steps, float(data.get("seconds", 0.0)), observed)
+        release = dict(data.get("release") or {})
+        return Run(dict(data["inputs"]), steps, float(data.get("seconds", 0.0)), observed, release)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise KitError(
             f"not a run summary this kit wrote ({type(e).__name__}: {e})", summary

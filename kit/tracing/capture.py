@@ -127,6 +127,18 @@ def simulate_capture(
     return report
 
 
+def constructor_crash(draft: DraftConfig, rel: EngineRelease) -> Finding | None:
+    """The start-up exception of a release whose draft class refuses this config (one layer only,
+    an unsupported flag): a finding, as the load replay names it, never a failed trace."""
+    from kit.load.findings import startup_crash
+
+    failure = ENGINES[rel.name].constructor_failure(draft, rel)
+    if failure is None:
+        return None
+    fix = f"serve the draft with a release that builds it: python -m kit simulate CKPT --engine {rel.name}"
+    return startup_crash(str(rel), failure, fix)
+
+
 def _hand_over(cap: Capture, aux_on: bool, width: int, draft_width: int) -> tuple[int, bool, Feed]:
     """(width handed over, whether fc runs, what the draft is fed). SGLang runs fc iff the width
     differs from the draft's; vLLM always, unless the config switched it off."""
@@ -161,7 +173,7 @@ def _findings(
         _unverified(r, cap),
         _fc_bypassed(r, cap),
         _width_mismatch(r, cap),
-        _layer_offset(r, cap, draft),
+        _layer_offset(r, cap, draft, given),
         _ids_ignored(r, cap, draft),
         _ids_defaulted(r, cap, draft, given),
         _cuda_graph_layers(r, cap),
@@ -249,16 +261,26 @@ def _fc_bypassed(r: CaptureReport, cap: Capture) -> Finding | None:
             f"{_layers(r.trained_layers)} concatenated: {trained_w} wide, projected by fc "
             f"to {r.draft_hidden}",
         ),
-        fix=cap.fixes.get(
-            "FC_BYPASSED",
-            "make the target capture its aux hidden states: a release whose target class "
-            "implements set_eagle3_layers_to_capture, and eagle_config.use_aux_hidden_state "
-            "true (or absent)",
-        ),
+        fix=cap.fixes.get("FC_BYPASSED", _capture_fix(r, cap)),
         engine=r.engine,
         source=cap.sources.get("fc_gate"),
         root_cause=True,
         data={"hidden_width": r.hidden_width, "expected_width": trained_w},
+    )
+
+
+def _capture_fix(r: CaptureReport, cap: Capture) -> str:
+    """What turns capture back on: the config switch when it is what turned it off; else the
+    target class's hook in this release (with its source), and the command that observes it."""
+    if cap.aux_off_reason and cap.aux_off_reason.endswith("is false"):
+        return f"set {cap.aux_off_reason.removesuffix(' is false')} to true (or remove it)"
+    hook = cap.sources.get("set_eagle3_layers_to_capture")
+    where = f" ({hook})" if hook else ""
+    return (
+        f"make the target capture its aux hidden states: in {r.engine}, {r.target_class} "
+        f"implements set_eagle3_layers_to_capture{where}, so check the served config "
+        "(eagle_config.use_aux_hidden_state true or absent) and watch the running engine: "
+        "python -m kit watch -- <launch command>"
     )
 
 
@@ -298,7 +320,9 @@ def _width_mismatch(r: CaptureReport, cap: Capture) -> Finding | None:
     )
 
 
-def _layer_offset(r: CaptureReport, cap: Capture, draft: DraftConfig) -> Finding | None:
+def _layer_offset(
+    r: CaptureReport, cap: Capture, draft: DraftConfig, given: DraftConfig
+) -> Finding | None:
     if not (r.aux_capture and cap.config_ids and r.captured_layers != r.trained_layers):
         return None
     convention = (draft.aux_layer_convention or AFTER_K_LAYERS).replace("_", " ")
@@ -312,11 +336,25 @@ def _layer_offset(r: CaptureReport, cap: Capture, draft: DraftConfig) -> Finding
             f"{r.engine} reads them with {cap.id_rule!r}: captures the states after "
             f"{_layers(r.captured_layers)} layers",
         ),
-        fix="write the ids in the convention this engine reads (SGLang: output of layer "
-        "k, +1 applied; vLLM: state after k layers, verbatim)",
+        fix=_ids_fix(r, given),
         engine=r.engine,
         source=cap.sources.get("id_rule"),
         data={"trained": r.trained_layers, "captured": r.captured_layers},
+    )
+
+
+def _ids_fix(r: CaptureReport, given: DraftConfig) -> str:
+    """The ids to write and the command that writes them, when `kit fix` rewrites them for this
+    release; else what to write, in words."""
+    rel = parse_engine(r.engine)
+    _, changes = ENGINES[rel.name].rewritten_config(given, rel)
+    moved = next((c for c in changes if "ids" in c), None)
+    if moved is not None:
+        return f"{moved}: python -m kit fix CKPT --engine {r.engine} --out CKPT-fixed"
+    return (
+        f"write ids that {r.engine} reads as the states after {_layers(r.trained_layers)} layers "
+        "(SGLang: output of layer k in eagle_config, +1 applied; vLLM: state after k layers, "
+        "verbatim)"
     )
 
 

@@ -126,11 +126,23 @@ class ChainCache:
 
     Step 0 runs causally over the whole sequence (the draft-extend pass) and stores its keys.
     Step j ≥ 1 is one query per row `t` (the chain that started at `t`): it attends to step 0's
-    keys at positions ≤ t plus its own chain's keys of steps 1..j (EAGLE-3 "training-time test").
+    keys at positions ≤ t plus its own chain's keys of steps 1..j (EAGLE-3 "training-time test"),
+    each rotated at the position its step ran at (`chain_positions`).
     """
 
     def __init__(self, num_layers: int):
         self.kv: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(num_layers)]
+
+
+def chain_positions(rows: torch.Tensor, step: int, late: int = 0) -> torch.Tensor:
+    """The RoPE positions of chain step `step` for the chains that start at `rows`.
+
+    Step 0, the draft-extend pass, runs row t at t (the token after t with the target's state at
+    t), as the draft is trained; step j runs at t + j as trained, and `late` positions later in a
+    release whose draft decode runs late (`Engine.draft_positions`: SGLang before 0.5.12). Its
+    keys stay where they ran, so every later step of the chain attends to them there.
+    """
+    return rows + step + (late if step else 0)
 
 
 class Attention(nn.Module):

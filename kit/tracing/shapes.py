@@ -18,7 +18,7 @@ from kit.checkpoint.config import DraftConfig, TargetConfig
 from kit.engines import EngineRelease, parse_engine
 from kit.errors import KitError
 from kit.findings import Finding, to_json
-from kit.tracing.capture import CaptureReport, Feed, simulate_capture
+from kit.tracing.capture import CaptureReport, Feed, constructor_crash, simulate_capture
 
 __all__ = [
     "HOOK_ORDER",
@@ -135,6 +135,9 @@ def trace_draft(
         return TraceReport(
             cap, [], False, None, "startup", cap.startup_error, device, tokens, list(cap.findings)
         )
+    if crash := constructor_crash(draft, rel):  # the release never builds this draft module
+        found = [*cap.findings, *([flags] if flags else []), crash]
+        return TraceReport(cap, [], False, None, "startup", crash.title, device, tokens, found)
     if device == "cpu":
         torch.set_num_threads(1)
     dtype = _torch_dtype(draft.dtype)

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from kit.engines.vocab import Outcome
 from kit.load.replay import MatrixRow
 from kit.load.report import LoadReport
+from kit.tracing.positions import positions_late
 
 FATE_COLOURS = {
     Outcome.LOADED: "#2e7d32",
@@ -99,6 +100,14 @@ def release_matrix_rows(rows: Sequence[MatrixRow]) -> list[dict[str, Any]]:
             "keys dropped silently": r.dropped,
             "parameters left at init": r.left_at_init,
             "server starts": "no" if r.crashed else "yes",
+            "draft positions": _positions(r),
         }
         for r in rows
     ]
+
+
+def _positions(r: MatrixRow) -> str:
+    """Where the releases run the chain's draft steps after the first (DRAFT_POSITIONS_LATE)."""
+    if r.late_positions is None:
+        return "not read"
+    return positions_late(r.late_positions) if r.late_positions else "as trained"
