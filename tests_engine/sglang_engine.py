@@ -93,8 +93,8 @@ class Scenario:
 
 
 def serve(s: Scenario, out: Path) -> Run:
-    """Start the server on the scenario's draft, send every prompt, stop it (the seconds each
-    took, from the start, in timing.json beside its log)."""
+    """Start the server on the scenario's draft, send every prompt, stop it; what it counted
+    and the seconds each part took in run.json beside its log."""
     from kit.offline_acceptance.sglang_backend import EngineCrash, EngineSettings, measure, start
 
     out.mkdir(parents=True, exist_ok=True)
@@ -118,8 +118,14 @@ def serve(s: Scenario, out: Path) -> Run:
         run.crash = str(e)
     clock["stopped"] = time.perf_counter()
     run.seconds = round(clock["stopped"] - clock["start"], 1)
-    steps = {k: round(v - clock["start"], 1) for k, v in clock.items()}
-    (out / "timing.json").write_text(json.dumps(steps))
+    seen = {
+        "crash": run.crash,
+        "seconds": {k: round(v - clock["start"], 1) for k, v in clock.items()},
+    }
+    if run.result is not None:
+        r = run.result
+        seen.update(verify_steps=r.verify_steps, accepted=r.accepted, accept_len=r.accept_len)
+    (out / "run.json").write_text(json.dumps(seen, indent=1))
     return run
 
 

@@ -349,6 +349,11 @@ def components(python: str) -> bool:
 def schedule(python: str, tmp_path: Path, batches: list) -> tuple[dict, str]:
     """Run the real scheduler's decode path over `batches` ([overlap, accepted drafts per
     request]); the report and the engine's own output."""
+    if release_of(python) == "0.5.12":  # not a pass: these checks did not run there
+        pytest.skip(
+            "the scheduler harness is written for 0.5.10, 0.5.11 and 0.5.23; 0.5.12 counts on "
+            "a running server in test_sglang_scenarios.py (its servers run under kit watch)"
+        )
     (tmp_path / "kernels" / "sgl_kernel").mkdir(parents=True)
     (tmp_path / "kernels" / "sgl_kernel" / "__init__.py").write_text(STAND_IN)
     script = tmp_path / "schedule.py"

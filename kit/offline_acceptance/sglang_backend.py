@@ -51,6 +51,7 @@ from kit.offline_acceptance.vllm_backend import (
     engine_against_kit,
     sent_prompts,
 )
+from kit.watch.report import ENV_INTERVAL
 
 INSTALL = (
     "--backend sglang needs SGLang importable in this Python: pip install -r "
@@ -139,8 +140,11 @@ def server_command(
         "--host", "127.0.0.1", "--port", str(port), "--skip-server-warmup",
         "--disable-radix-cache",  # every prompt computed in full, as the kit does
     ]  # fmt: skip
-    if cpu:  # a small KV pool and batch on a CPU host (the default sizes them from its RAM)
-        cmd += [*SERVER_ARGS, "--mem-fraction-static", "0.05", "--max-running-requests", "8"]
+    if cpu:  # a small KV pool and batch on a CPU host; the default sizes the pool from what the
+        # host's RAM had free before and after the weights loaded, which another process that
+        # allocates in between turns negative ("Not enough memory")
+        cmd += [*SERVER_ARGS, "--mem-fraction-static", "0.5", "--max-total-tokens", "16384",
+                "--max-running-requests", "8"]  # fmt: skip
     cmd += list(settings.extra_args)
     if settings.watch_report is not None:
         cmd = [settings.python, "-m", "kit", "watch", "--report", str(settings.watch_report),
@@ -229,12 +233,16 @@ def start(
     cmd = server_command(target_dir, draft_dir, k, seed, port, settings, cpu=not cuda)
     log = Path(settings.engine_log or tempfile.mkstemp(prefix="sglang-", suffix=".log")[1])
     env = _environment(cuda)
+    if settings.watch_report is not None:
+        env.setdefault(ENV_INTERVAL, "0.5")
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, process_group=0)
     try:
         url = f"http://127.0.0.1:{port}"
         _wait_ready(proc, url, log)
         yield Engine(url, release, k, not cuda, log)
+        if settings.watch_report is not None:  # its last counts into the report, then stop
+            time.sleep(2 * float(env[ENV_INTERVAL]) + 0.5)
     finally:
         stop(proc)
 

@@ -29,7 +29,7 @@ from pathlib import Path
 RELEASE = "sglang==0.5.10"
 STEPS, DTYPE = 4, "bfloat16"
 INCIDENT_LINE = "accept len: 1.00, accept rate: 0.20"
-FAULTS = ("PARAM_LEFT_AT_INIT", "FC_BYPASSED")  # the decoder never written; fc bypassed
+FAULTS = ("KEYS_SILENTLY_DROPPED", "FC_BYPASSED")  # the decoder never written; fc bypassed
 
 
 def bundled() -> tuple[Path, Path]:
@@ -64,7 +64,9 @@ def serve(draft: Path, log: Path, python: str) -> dict:
     settings = EngineSettings(python=python, engine_dtype=DTYPE, engine_log=log)
     with start(target, draft, STEPS, 0, settings) as engine:
         result = measure(engine, target, None, None, k=STEPS, progress=False)
-    lines = [line.split("] ", 1)[-1] for line in log.read_text().splitlines() if "accept len" in line]
+    lines = [
+        line.split("] ", 1)[-1] for line in log.read_text().splitlines() if "accept len" in line
+    ]
     return {
         "draft": str(draft),
         "log": str(log),
