@@ -120,3 +120,16 @@ def test_a_sampled_figure_on_a_cpu_is_called_greedy():
     assert found is not None and found.code == "ENGINE_CPU_SAMPLING_UNRELIABLE"
     assert "spec_utils.py:49" in found.source
     assert greedy_on_cpu_finding("sglang==0.5.10", 0.0) is None
+
+
+def test_a_request_stopped_at_the_targets_eos_is_refused():
+    """SGLang ends a request at the target's end of sequence too; the kit's completion runs on to
+    the prompt's stop ids, so that request's counts would not compare."""
+    from kit.offline_acceptance.prompts import Prompt
+    from kit.offline_acceptance.sglang_backend import _check_stop
+
+    prompt = Prompt(ids=[1, 2], stop_ids=[40])
+    _check_stop(1, prompt, {"finish_reason": {"type": "stop", "matched": 40}})
+    _check_stop(1, prompt, {"finish_reason": {"type": "length", "length": 24}})
+    with pytest.raises(KitError, match="prompt 3: SGLang stopped at token 0"):
+        _check_stop(3, prompt, {"finish_reason": {"type": "stop", "matched": 0}})

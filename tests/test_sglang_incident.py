@@ -23,7 +23,8 @@ def test_the_served_draft_is_in_the_incidents_state(tmp_path):
     assert cfg["architectures"] == ["LlamaForCausalLMEagle3"]
     assert cfg["eagle_config"]["use_aux_hidden_state"] is False
     with safe_open(draft / "model.safetensors", "pt") as f:
-        assert any(k.startswith("layers.0.") for k in f.keys())
+        names = list(f.keys())
+    assert any(k.startswith("layers.0.") for k in names)
     report = kit.simulate(draft, RELEASE)
     dropped = {k.key for k in report.keys if k.outcome == "dropped_silently"}
     assert "layers.0.self_attn.q_proj.weight" in dropped

@@ -177,8 +177,23 @@ class Engine:
         with ThreadPoolExecutor(max_workers=8) as pool:
             answers = list(pool.map(lambda p: self.generate(p, opts), prompts))
         self.outputs = [list(a.get("output_ids", [])) for a in answers]
+        for n, (prompt, answer) in enumerate(zip(prompts, answers, strict=True), 1):
+            _check_stop(n, prompt, answer["meta_info"])
         past_stop = stop_counting(self.release)[1].value
         return [_counts(a["meta_info"], self.k, past_stop) for a in answers]
+
+
+def _check_stop(n: int, prompt: Prompt, meta: dict) -> None:
+    """SGLang also stops at the target's end-of-sequence tokens (0.5.10 managers/schedule_batch.py
+    :1090-1111; `ignore_eos` would drop the prompt's stop ids too), where the kit's completion
+    runs on to the prompt's stop ids or its length limit: counts not to compare."""
+    reason = meta.get("finish_reason") or {}
+    matched = reason.get("matched")
+    if reason.get("type") == "stop" and isinstance(matched, int) and matched not in prompt.stop_ids:
+        raise KitError(
+            f"prompt {n}: SGLang stopped at token {matched}, the target's end of sequence, which "
+            "the kit's completion runs past: add it to the prompt's stop_ids"
+        )
 
 
 def _post(url: str, body: dict) -> dict:
