@@ -1,4 +1,5 @@
-"""Write the real exports of SpecForge 0.2.0 and NVIDIA ModelOpt 0.47.0 into data/samples/.
+"""Write the real exports of SpecForge 0.2.0, NVIDIA ModelOpt 0.47.0 and the speculators 0.9.0
+converter into data/samples/.
 
 Each trainer is installed from PyPI into a throwaway venv beside the CPU torch wheel the kit pins
 (`torch==2.13.0`), trains a one-layer EAGLE-3 draft for a few steps on the bundled target
@@ -6,7 +7,9 @@ Each trainer is installed from PyPI into a throwaway venv beside the CPU torch w
 
 - `trainer_runs/specforge_run.py`: `specforge export --to sglang` and `--to hf`;
 - `trainer_runs/modelopt_run.py`: `mtsp.convert` + `export_speculative_decoding`, once on the
-  full target with a reduced vocabulary and once on its first 4 layers with the full one.
+  full target with a reduced vocabulary and once on its first 4 layers with the full one;
+- `speculators convert --algorithm eagle3` on the SpecForge `--to sglang` export (the EAGLE layout
+  the converter reads), the bundled target as its verifier.
 
 What each folder holds, and what was patched for CPU, is in its PROVENANCE.md. SpecForge 0.2.0
 pins `torch==2.11.0` and `sglang==0.5.14`; PyPI's Linux builds of torch 2.11.0 are CUDA builds
@@ -14,7 +17,7 @@ and SGLang is the GPU capture server, so SpecForge is installed without its depe
 the kit's torch 2.13.0 and the few libraries its training and export modules import. ModelOpt
 0.47.0 accepts torch 2.13.0 (`torch>=2.8`) and is installed with its dependencies.
 
-    python data/make_trainer_samples.py [--venvs DIR] [--out DIR]
+    python data/make_trainer_samples.py [--venvs DIR] [--out DIR] [--only NAME ...]
 
 About 3 minutes with the venvs in place, 10 to 15 more to build them.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -46,7 +50,11 @@ VENVS = {
          "requests"],
         [],
     ),
+    "speculators": ([TORCH, "speculators==0.9.0"], []),
 }  # fmt: skip
+# speculators pulls torchvision and torchaudio built for another torch; transformers' image
+# utilities import torchvision and fail on them, so they go (as the Makefile does for vLLM's venv)
+UNINSTALL = {"speculators": ["torchvision", "torchaudio"]}
 
 
 def venv(root: Path, name: str) -> Path:
@@ -60,6 +68,9 @@ def venv(root: Path, name: str) -> Path:
     subprocess.run([*pip, *first], check=True)
     if second:
         subprocess.run([*pip, *second], check=True)
+    if UNINSTALL.get(name):
+        uninstall = [str(python), "-m", "pip", "uninstall", "--quiet", "--yes"]
+        subprocess.run([*uninstall, *UNINSTALL[name]], check=True)
     return python
 
 
@@ -167,6 +178,29 @@ def modelopt(python: Path, work: Path, out: Path, target_config: dict) -> None:
         place(export / sub, out / title, cfg, text)
 
 
+def speculators(python: Path, work: Path, out: Path, target_config: dict) -> None:
+    """The converter on the SpecForge `--to sglang` export (checkpoint and config only), run from
+    the repository root so the verifier's path it records is `data/pair/target`."""
+    source = out / "specforge-0.2.0-sglang"
+    given = work / "specforge-0.2.0-sglang"
+    shutil.copytree(source, given, ignore=shutil.ignore_patterns("target", "*.md"))
+    converted = work / "out"
+    cmd = [str(python.parent / "speculators"), "convert", str(given), "--algorithm", "eagle3"]
+    cmd += ["--verifier", "data/pair/target", "--output-path", str(converted)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    subprocess.run(cmd, check=True, cwd=DATA.parent, env=env)
+    trainer = f"speculators 0.9.0 ({versions(python, ['speculators', 'torch', 'transformers'])})"
+    command = (
+        "speculators convert data/samples/specforge-0.2.0-sglang --algorithm eagle3 "
+        "--verifier data/pair/target --output-path OUT"
+    )
+    dims = f"`data/pair/target` ({target_dims(target_config)}), as the verifier"
+    patched = "nothing (`torchvision` and `torchaudio` removed from the venv: see the script)."
+    title = "speculators-0.9.0-converter"
+    text = note(title, trainer, command, dims, patched, SPECULATORS_CONVERTER)
+    place(converted, out / title, target_config, text)
+
+
 SPECFORGE_SGLANG = """\
 - `midlayer.*`, `fc` (384 -> 128: 3 aux states), `norm`, `lm_head` (256 rows), `d2t`, `t2d`;
   no `embed_tokens`: the exporter drops every key containing `embed`
@@ -217,19 +251,40 @@ MODELOPT_FULL = """\
   `eagle_config.eagle_aux_hidden_state_layer_ids` is `[0, 1]`.
 - Otherwise as `modelopt-0.47.0`: `layers.0.*`, `torch_dtype`, the injected YaRN.
 """
+SPECULATORS_CONVERTER = """\
+- The SpecForge `--to sglang` export's tensors with the prefix `midlayer.` renamed `layers.0.`
+  (`convert/eagle/eagle3_converter.py:203-209`); `d2t` and `t2d` kept; no `embed_tokens` (the
+  input had none, and the converter fetches none).
+- **Floats in F32**: the converter casts the module to the input config's `torch_dtype`
+  (`eagle3_converter.py:184`, `:223-225`), which SpecForge 0.2.0's config spells `dtype`
+  (transformers 5), so the module's float32 stays and the bf16 weights are saved widened.
+- `config.json`: `Eagle3Speculator` with `transformer_layer_config`, `draft_vocab_size` 256,
+  `target_vocab_size` from `t2d`; **aux ids `null`** (the converter takes them only from
+  `--algorithm-kwargs`); `norm_before_residual: false` (its default); `speculative_tokens` 3
+  (`eagle3_converter.py:127`, hard-coded); the verifier recorded as `data/pair/target`. A
+  `config.py` beside it (`auto_map` to `Eagle3SpeculatorConfig`).
+- Trained on the outputs of layers `[1, 3, 4]` (SpecForge's default) = the states after
+  `[2, 4, 5]` layers, vLLM's default for this 8-layer target, which is what vLLM captures when
+  the config names no ids.
+"""
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--venvs", type=Path, help="keep (or reuse) the venvs here")
     ap.add_argument("--out", type=Path, default=DATA / "samples")
+    ap.add_argument("--only", nargs="+", choices=list(VENVS), default=list(VENVS),
+                    help="these trainers only (the converter reads SpecForge's export in --out)")  # fmt: skip
     args = ap.parse_args()
+    stages = {"specforge": specforge, "modelopt": modelopt, "speculators": speculators}
     with tempfile.TemporaryDirectory() as tmp:
         root = args.venvs or Path(tmp) / "venvs"
         root.mkdir(parents=True, exist_ok=True)
         target_config = json.loads((TARGET / "config.json").read_text())
-        specforge(venv(root, "specforge"), Path(tmp) / "sf", args.out, target_config)
-        modelopt(venv(root, "modelopt"), Path(tmp) / "mo", args.out, target_config)
+        for name in args.only:
+            work = Path(tmp) / name
+            work.mkdir()
+            stages[name](venv(root, name), work, args.out, target_config)
     return 0
 
 

@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                 return int(args._run(args) or 0)
             from kit.checkpoint.hub import report_sources, resolve_arguments
 
-            resolve_arguments(args)
+            resolve_arguments(args, sys.argv[1:] if argv is None else argv)
             code = int(args._run(args) or 0)
             # What was read, after the answer (so an error stays one line).
             report_sources(kernels=args.command == "run")

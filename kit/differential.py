@@ -40,6 +40,7 @@ META_CODES = frozenset(
         "OFFLINE_ACCEPTANCE", "OFFLINE_ACCEPTANCE_UNDETERMINED", "OBSERVED_ACCEPTANCE",
         "OBSERVED_HEALTHY", "OFFLINE_ENGINE_AGREES", "CAPTURE_MODEL_DISAGREES", "STEP_FAILED",
         "NO_SPEEDUP", "ACCEPT_LEN_ABOVE_CHAIN_CAP", "FIX_EFFECT", "FIX_NO_EFFECT",
+        "LOW_RATIO_FROM_FULL_DRAFTS",
     }
 )  # fmt: skip
 
@@ -85,6 +86,10 @@ class Cause:
     needs: tuple[str, ...]  # the `Seen` fields that, all true, rule it out when nothing is found
     settle: Callable[[Seen], str]
     confirms: Callable[[Finding], bool] = lambda f: True
+    prefixes: tuple[str, ...] = ()  # codes a family names by prefix (KNOWN_ISSUE_…)
+
+    def names(self, code: str) -> bool:
+        return code in self.codes or code.startswith(self.prefixes or ("\0",))
 
 
 def _draft(s: Seen) -> str:
@@ -122,7 +127,7 @@ CAUSES: tuple[Cause, ...] = (
         "aux capture off, fc bypassed",
         "the draft is fed the wrong hidden states: the target's aux capture is off, so fc is "
         "bypassed",
-        frozenset({"FC_BYPASSED", "OBSERVED_FC_NOT_RUN"}),
+        frozenset({"FC_BYPASSED", "OBSERVED_FC_NOT_RUN", "PIPELINE_AUX_STATES_DROPPED"}),
         ("served_config", "target"),
         lambda s: (
             f"observe the width the draft receives and whether fc runs: {_watch(s)}; or "
@@ -144,18 +149,37 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         "head",
         "the head not the trained one",
-        "the draft's head is not the trained one (missing, or replaced by a tied embedding)",
-        frozenset({"LM_HEAD_MISSING", "TIED_HEAD_DROPPED"}),
+        "the draft's head or embedding is not the trained one (missing, replaced by a tied "
+        "embedding, or an unsharded scaled embedding)",
+        frozenset({"LM_HEAD_MISSING", "TIED_HEAD_DROPPED", "GEMMA_EMBEDDING_NOT_SHARDED"}),
         ("weights",),
         lambda s: "give the draft checkpoint: --draft DRAFT_DIR",
     ),
     Cause(
         "untrained",
         "untrained weights",
-        "the weights never trained, or hold garbage",
-        frozenset({"LOOKS_UNTRAINED", "OBSERVED_DRAFT_NAN", "SHAPE_CONTRADICTS_CONFIG"}),
+        "the weights never trained, hold garbage, or are not served as trained (re-quantized)",
+        frozenset(
+            {
+                "LOOKS_UNTRAINED",
+                "OBSERVED_DRAFT_NAN",
+                "SHAPE_CONTRADICTS_CONFIG",
+                "DRAFT_QUANTIZATION_INHERITED",
+            }
+        ),
         ("weights",),
         lambda s: f"python -m kit inspect {_draft(s)} --stats (reads every value)",
+    ),
+    Cause(
+        "rope_layout",
+        "the rotary layout",
+        "the draft's attention rotates its positions in another layout than it trained with "
+        "(NeoX against interleaved)",
+        frozenset({"DRAFT_ROPE_LAYOUT_MISMATCH"}),
+        ("target",),
+        lambda s: (
+            "give the target's config (its model_type decides the layout): --target-config DIR"
+        ),
     ),
     Cause(
         "algorithm",
@@ -168,8 +192,9 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         "target_states",
         "quantized target states",
-        "the target's hidden states are not the ones the draft trained on (a quantized target)",
-        frozenset({"QUANTIZED_TARGET"}),
+        "the target's hidden states are not the ones the draft trained on (a quantized or "
+        "rotated target)",
+        frozenset({"QUANTIZED_TARGET", "TARGET_HIDDEN_STATES_ROTATED"}),
         ("target", "launch"),
         lambda s: (
             "give the target's config.json and the launch line: --target-config DIR --launch LINE"
@@ -181,6 +206,19 @@ CAUSES: tuple[Cause, ...] = (
 # Causes that cost acceptance without holding it at the floor: assessed when a log sits below
 # what the draft should reach (and listed apart when it sits at the floor).
 PARTIAL_CAUSES: tuple[Cause, ...] = (
+    Cause(
+        "engine",
+        "the engine build",
+        "the engine loses acceptance on its own: a defect known for this release and these "
+        "flags (the draft is not to blame for that part)",
+        frozenset({"ACCEPT_LEN_FALLS_WITH_BATCH", "PARALLEL_DRAFTING_ON_V2_RUNNER"}),
+        ("launch",),
+        lambda s: (
+            "give the launch line (--launch LINE): the known defects depend on its flags; "
+            "python -m kit engine-check runs your engine build on the kit's calibrated pair"
+        ),
+        prefixes=("KNOWN_ISSUE_", "ENGINE_"),
+    ),
     Cause(
         "aux_ids",
         "other target layers captured",
@@ -270,7 +308,14 @@ PARTIAL_CAUSES: tuple[Cause, ...] = (
         "precision",
         "the served precision differs from training (a half-precision range, a quantized "
         "target, mixed dtypes)",
-        frozenset({"DTYPE_HALF_RANGE", "QUANTIZED_TARGET", "MIXED_DTYPES"}),
+        frozenset(
+            {
+                "DTYPE_HALF_RANGE",
+                "MIXED_DTYPES",
+                "DRAFT_KV_CACHE_UNSCALED",
+                "KV_CACHE_SCALE_DEFAULTED",
+            }
+        ),
         ("target", "launch"),
         lambda s: "give the target's config and the launch line: --target-config DIR --launch LINE",
     ),
@@ -367,12 +412,12 @@ def diagnose(
         confirmed = [a for a in map(lambda c: _assess(c, findings, seen), CAUSES)
                      if a.status is Status.CONFIRMED]  # fmt: skip
         assessed = confirmed + _ranked(_assess(c, findings, seen) for c in PARTIAL_CAUSES)
-    explained = {code for a in assessed for code in a.cause.codes}
     partial = [
         f
         for f in findings
         if f.severity >= Severity.WARNING
-        and f.code not in explained | FLOOR_CODES | LOW_CODES | META_CODES
+        and f.code not in FLOOR_CODES | LOW_CODES | META_CODES
+        and not any(a.cause.names(f.code) for a in assessed)
     ]
     diff = Differential(symptom, floor, assessments=assessed, partial=partial)
     diff.sequence = _sequence(logs, diff)
@@ -401,7 +446,7 @@ def _symptom(findings: Sequence[Finding], logs: Sequence[LogPoint]) -> str | Non
 
 
 def _assess(cause: Cause, findings: Sequence[Finding], seen: Seen) -> Assessment:
-    hits = [f for f in findings if f.code in cause.codes and cause.confirms(f)]
+    hits = [f for f in findings if cause.names(f.code) and cause.confirms(f)]
     if hits:
         status = Status.ASSUMED if _asserted(cause, hits, seen) else Status.CONFIRMED
         evidence = tuple(f"{f.code}: {f.title}" for f in hits)

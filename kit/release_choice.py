@@ -68,10 +68,13 @@ def _span(versions: Sequence[str]) -> str:
 
 
 def engine_name(engine: str | None) -> str | None:
-    """The engine named by `--engine` (a release or a bare name), else None."""
+    """The engine named by `--engine` (a release or a bare name), else None. A name no engine
+    has is refused as `parse_engine` refuses it, with the spelling that works (`vllm=0.11`: did
+    you mean vllm==0.11.0?), not judged silently under the default."""
     if not engine:
         return None
-    return engine.partition("==")[0].strip().lower() or None
+    name = engine.partition("==")[0].strip().lower()
+    return name if name in RELEASES else parse_engine(engine).name
 
 
 def is_release(engine: str | None) -> bool:

@@ -119,6 +119,7 @@ def diagnose(
     accept length the logs are judged against (unless `expected_accept_len` is given). A
     `launch` line adds the deployment check and, without `engine`, names the release."""
     from kit.checkpoint.hub import is_remote
+    from kit.cost import priced
     from kit.engines import release_findings
     from kit.load.findings import reconcile
     from kit.tracing.positions import late_positions_finding
@@ -163,6 +164,8 @@ def diagnose(
         )
         report.checks["offline"] = reconcile(findings, server_ran=ran)
         report.facts.update(facts)
+        for name, found in report.checks.items():  # the costs the offline rows measured
+            report.checks[name] = priced(found, facts.get("offline_vs_healthy"))
         if expected_accept_len is None:
             expected_accept_len = report.facts.get("offline_accept_len_healthy")
     elif target is not None and draft is not None and remote:
@@ -175,9 +178,10 @@ def diagnose(
     if named and "offline" not in report.checks and (late := late_positions_finding(release)):
         report.checks.setdefault("release", []).append(late)  # its cost needs the target
     _acceptance(report, runs, baseline_log, num_draft_tokens, expected_accept_len)
-    if served is not None or (target_cfg is not None and traced is not None):
+    chain = _chain(runs, num_draft_tokens, release)
+    if served is not None or (traced is not None and (target_cfg is not None or chain)):
         observed = [r.accept_len.mean for r in runs if r.accept_len.mean is not None]
-        deployment(report, served, traced, target_cfg, train_tokenizer, observed)
+        deployment(report, served, traced, target_cfg, train_tokenizer, observed, chain)
     else:
         report.skipped["deployment"] = _deployment_missing(traced, target_cfg)
     report.seen = _seen(report, draft, launch, has_weights, capture, seen is not None, aux_capture)
@@ -336,6 +340,21 @@ def _parse_logs(logs: Sequence[str | Path], engine: str, num_draft_tokens: int |
     return parse_files([Path(p) for p in logs], engine=engine, num_draft_tokens=num_draft_tokens)
 
 
+def _chain(runs: list, num_draft_tokens: int | None, release: EngineRelease) -> tuple | None:
+    """Drafts per verify step as the logs show them (else as --num-draft-tokens gives them, in
+    the release's count), and where they were read: checked against the draft's training."""
+    from kit.acceptance.meaning import draft_steps
+
+    shown = [(k, Path(r.source).name) for r in runs if (k := draft_steps(r))]
+    if shown:
+        k, name = max(shown)
+        return k, f"the drafts per step {name} shows"
+    if num_draft_tokens:
+        k = num_draft_tokens - 1 if release.name == "sglang" else num_draft_tokens
+        return (k, f"--num-draft-tokens {num_draft_tokens}") if k > 0 else None
+    return None
+
+
 def _target_config(path: str | Path | None) -> TargetConfig | None:
     from kit.checkpoint.config import load_target_config
 
@@ -458,6 +477,7 @@ def deployment(
     target_config: str | Path | TargetConfig | None,
     train_tokenizer: str | Path | None,
     observed_accept_lens: Sequence[float],
+    chain: tuple[int, str] | None = None,
 ) -> None:
     """The deployment check; an observed near-zero accept length is handed over only when no
     other check already explains it (a quantized target is then a root cause). The draft and
@@ -473,6 +493,7 @@ def deployment(
         engine=report.engine,
         train_tokenizer=train_tokenizer,
         accept_len=accept_len,
+        chain=chain,
     )
     report.checks["deployment"] = list(result.findings)
     if served is not None:
@@ -533,6 +554,8 @@ def offline(
     if (shifted := aux_shift_finding(target, draft, ref, **common)) is not None:
         findings.append(shifted)
     facts: dict[str, Any] = {}
+    if deployed.vs_healthy is not None:
+        facts["offline_vs_healthy"] = deployed.vs_healthy.to_dict()
     for name, row in (("healthy", ref), ("as_deployed", deployed)):
         if row.result is not None:
             facts[f"offline_accept_len_{name}"] = round(row.result.accept_len, 4)

@@ -7,7 +7,8 @@ huggingface_hub calls, answering as the Hub does.
   Content-Range;
 - refusals with the X-Error-Code header hf_raise_for_status reads: RepoNotFound (401, as the Hub
   answers an anonymous caller, for a missing or a private repo), GatedRepo, RevisionNotFound,
-  EntryNotFound.
+  EntryNotFound; `missing` answers a missing repo otherwise, as a mirror or proxy might (a 404
+  with EntryNotFound, or with no error code at all).
 
 Every body byte sent is counted, so a test can hold the kit's "bytes fetched" against what the
 server actually sent.
@@ -46,6 +47,7 @@ class FakeHub:
     repos: dict[str, Repo] = field(default_factory=dict)
     token: str = "hf_test_token"
     ranges: bool = True  # False: answer a range request with the whole file, as some proxies do
+    missing: tuple[int, str | None] = (401, "RepoNotFound")  # the answer for a missing repo
     sent: int = 0  # body bytes sent, every request
     requests: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -94,7 +96,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _repo(self, name: str, for_files: bool) -> Repo | None:
         repo = self.hub.repos.get(name)
         authorised = self.headers.get("authorization") == f"Bearer {self.hub.token}"
-        if repo is None or (repo.private and not authorised):
+        if repo is None:
+            self._refuse(*self.hub.missing, "Repository not found")
+            return None
+        if repo.private and not authorised:
             self._refuse(401, "RepoNotFound", "Repository not found")
             return None
         if repo.gated and for_files and not authorised:
@@ -145,8 +150,9 @@ class _Handler(BaseHTTPRequestHandler):
         headers["Content-Length"] = str(last - first + 1)
         self._send(status, data, headers, body)
 
-    def _refuse(self, status: int, code: str, message: str) -> None:
-        headers = {"X-Error-Code": code, "X-Error-Message": message}
+    def _refuse(self, status: int, code: str | None, message: str) -> None:
+        headers = {"X-Error-Code": code} if code else {}
+        headers["X-Error-Message"] = message
         self._send(status, json.dumps({"error": message}).encode(), headers, True)
 
     def _send(self, status: int, data: bytes, headers: dict[str, str], body: bool) -> None:

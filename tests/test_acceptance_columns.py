@@ -47,6 +47,10 @@ ODD = [
     "[2026-01-05 08:0x:00] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
     + FIGURES
     + TAIL,  # a letter among the timestamp's digits: no time, same figures
+    "[2026-01-05 08:00:00] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
+    "accept len: 2;50, accept rate: 0.50, " + TAIL,  # no point where a fixed width has one
+    "[2026-01-05 08:00:00] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
+    "accept len: 2.50, accept rate: 0.5x, " + TAIL,  # a letter where a fixed width has a digit
 ]
 
 
@@ -103,9 +107,13 @@ def snapshot(run: LogRun) -> dict:
     }
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_fast_path_reads_like_the_full_parse(tmp_path, monkeypatch, seed):
-    """Small series and chunks, so thinning and chunk edges happen many times over."""
+@pytest.mark.parametrize(
+    "seed, settle", [(0, columns.SETTLE_ROWS), (1, columns.SETTLE_ROWS), (2, 4)]
+)
+def test_fast_path_reads_like_the_full_parse(tmp_path, monkeypatch, seed, settle):
+    """Small series and chunks, so thinning and chunk edges happen many times over; with few
+    rows needed to settle a pattern's widths, copies with fixed widths read most lines."""
+    monkeypatch.setattr(columns, "SETTLE_ROWS", settle)
     monkeypatch.setattr(model, "MAX_WINDOWS", 64)
     monkeypatch.setattr(logfile, "FIRST_CHUNK", 2000)
     monkeypatch.setattr(logfile, "CHUNK", 20_000)
@@ -167,3 +175,85 @@ def test_start_up_lines_printed_once_do_not_crowd_out_decode_lines(tmp_path, mon
         reader.read(f)
     assert reader.run.other_lines == 300 and reader.run.window_count == 3000
     assert sum(pattern.hits for pattern in reader.patterns) > 2500
+
+
+def chunked_reader(tmp_path, monkeypatch, text: str) -> tuple[logfile.LogReader, list[int]]:
+    """A reader of `text` in small chunks, and the numbers of the lines it fed the field reader."""
+    monkeypatch.setattr(logfile, "FIRST_CHUNK", 2000)
+    monkeypatch.setattr(logfile, "CHUNK", 20_000)
+    p = tmp_path / "server.log"
+    p.write_text(text)
+    reader = logfile.LogReader(LogRun(source=str(p)))
+    fed: list[int] = []
+    feed = reader.lines.feed
+    monkeypatch.setattr(reader.lines, "feed", lambda line, n: fed.append(n) or feed(line, n))
+    with open(p, "rb") as f:
+        reader.read(f)
+    return reader, fed
+
+
+def test_the_first_line_of_every_chunk_takes_the_fast_path(tmp_path, monkeypatch):
+    """A pattern's first read starts up to 7 bytes before the line: the buffer holds room for
+    it, so the first line of a chunk is not left to the field reader."""
+    rng = random.Random(4)
+    body = BODIES[0]
+    lines = [PREFIXES[0].format(m=i // 60 % 60, s=i % 60) + body for i in range(3000)]
+    text = "\n".join(line.format(r=rng.randrange(1, 9), tok=rng.randrange(10**5, 10**6),
+                                  al=rng.uniform(1.1, 5), ar=0.5, graph="cuda",
+                                  tp=rng.uniform(10, 99), q=0) for line in lines) + "\n"  # fmt: skip
+    reader, fed = chunked_reader(tmp_path, monkeypatch, text)
+    first_chunk = text[: logfile.FIRST_CHUNK].count("\n")
+    assert fed == list(range(1, first_chunk + 1))  # those read before any shape was known
+    assert reader.run.window_count == 3000
+
+
+def test_numbers_of_one_width_are_read_at_fixed_offsets(tmp_path, monkeypatch):
+    """A log's accept len, accept rate and queue keep one width for thousands of lines, then
+    change: a copy of the pattern with those widths fixed reads the first lines, the pattern
+    itself the others, and every figure is the field reader's."""
+    rng = random.Random(5)
+    out = []
+    for i in range(4000):
+        late = i > 3000 and rng.random() < 0.2  # accept len 12.34, two-digit queue, 1.00 usage
+        al = rng.uniform(10, 20) if late else rng.uniform(1, 5)
+        out.append(
+            f"[2026-01-05 08:{i // 60 % 60:02d}:{i % 60:02d}] Decode batch, #running-req: "
+            f"{rng.randrange(1, 300)}, #token: {rng.randrange(10**6)}, token usage: "
+            f"{1.0 if late else rng.random():.2f}, accept len: {al:.2f}, accept rate: "
+            f"{al / 20:.2f}, cuda graph: True, gen throughput (token/s): "
+            f"{rng.uniform(1, 3000):.2f}, #queue-req: {rng.randrange(10, 99) if late else 0}"
+        )
+    text = "\n".join(out) + "\n"
+    reader, fed = chunked_reader(tmp_path, monkeypatch, text)
+    fixed = [p for p in reader.patterns if any(u.number and u.number.width for u in p.units)]
+    assert len(fixed) == 1 and fixed[0].hits > 3000
+    assert [u.number.width for u in fixed[0].units if u.number] == [None, None, 1, 1, 1, None, 1]
+    assert sum(p.hits for p in reader.patterns if p not in fixed) > 150  # the other widths
+    assert len(fed) < 50
+    p = tmp_path / "server.log"
+    (fast,) = parse_files([p])
+    monkeypatch.setattr(columns, "MAX_PATTERNS", 0)
+    (full,) = parse_files([p])
+    assert snapshot(fast) == snapshot(full)
+
+
+def test_a_byte_that_is_no_utf8_among_the_timestamps_digits_is_read_as_the_field_reader_does(
+    tmp_path, monkeypatch
+):
+    """The prefix's digits are not checked by a pattern: a byte there that UTF-8 cannot decode
+    gives a window without a time, as the field reader's, not a UnicodeDecodeError."""
+    line = (
+        b"[2026-01-05 08:00:%02d] Decode batch, #running-req: 3, #token: 9, token usage: 0.01, "
+        b"accept len: 1.00, accept rate: 0.20, cuda graph: True, gen throughput (token/s): "
+        b"80.00, #queue-req: 1\n"
+    )
+    good = b"".join(line % (i % 60) for i in range(3000))
+    p = tmp_path / "server.log"
+    p.write_bytes(good + (line % 1).replace(b"08:00:01", b"08:0\xff:01") * 3 + good)
+    monkeypatch.setattr(model, "MAX_WINDOWS", 100_000)  # every window kept, the odd ones too
+    (fast,) = parse_files([p])
+    assert [w.t for w in fast.windows].count(None) == 3
+    assert "floor" in fast.example_lines
+    monkeypatch.setattr(columns, "MAX_PATTERNS", 0)
+    (full,) = parse_files([p])
+    assert snapshot(fast) == snapshot(full)

@@ -106,6 +106,30 @@ def test_vllm_per_request_metrics_pasted_and_as_a_response(tmp_path, hist):
     assert (codes & CRITICAL == {"ZERO_ACCEPTANCE"}) is (hist[0] == steps)
 
 
+@pytest.mark.parametrize("detailed", [False, True])
+def test_vllm_per_request_metrics_in_a_saved_stream(tmp_path, detailed):
+    """A streamed chat completion saved as it came (vllm PR #48915: with
+    --per-request-spec-decode-metrics the final usage chunk, `choices: []`, carries
+    `metrics.speculative_decoding`; `detailed` adds the per-step lists, 0.33.0
+    v1/metrics/stats.py:417-419). The token chunks and `[DONE]` are no acceptance lines."""
+    obj = per_request([30, 5, 3, 5])
+    if detailed:
+        obj |= {"per_step_accepted": [0] * 30 + [1] * 5 + [2] * 3 + [3] * 5,
+                "per_step_drafted": [3] * 43}  # fmt: skip
+    chunk = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "m"}
+    text = "".join(
+        f"data: {json.dumps(chunk | {'choices': [{'index': 0, 'delta': {'content': w}}]})}\n\n"
+        for w in ("The", " answer")
+    )
+    final = chunk | {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 86},
+                     "metrics": {"speculative_decoding": obj}}  # fmt: skip
+    text += f"data: {json.dumps(final)}\n\ndata: [DONE]\n\n"
+    run, _ = read(tmp_path, text, name="stream.txt")
+    assert run.window_count == 1 and run.unparsed_lines == 0
+    assert run.accept_len.mean == pytest.approx(obj["mean_acceptance_length"])
+    assert run.per_position == pytest.approx([13 / 43, 8 / 43, 5 / 43], abs=1e-4)
+
+
 def example_output(drafts: int, accepted_per_pos: list[int]) -> str:
     """What vllm 0.18.0 examples/offline_inference/spec_decode.py:207-219 prints."""
     k, accepted = len(accepted_per_pos), sum(accepted_per_pos)

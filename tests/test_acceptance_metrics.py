@@ -156,3 +156,91 @@ def test_lmdeploy_counters(tmp_path):
     (run,) = parse_files([p])
     assert run.engine == "lmdeploy" and run.accept_len.mean == 1.0 and run.scopes == {"lifetime": 1}
     assert "ZERO_ACCEPTANCE" in {f.code for f in analyze([run]).findings}
+
+
+def _trtllm_scrape(tmp_path, per_position: bool, accepted_at: tuple[int, ...] = (70, 55, 42)):
+    """TensorRT-LLM's /prometheus/metrics as its MetricsCollector writes it (NVIDIA/TensorRT-LLM
+    PRs #12545, #12636; tensorrt_llm/metrics/collector.py): token counters from the iteration
+    statistics, the last iteration's acceptance length, and per-position counters over finished
+    requests, labelled token_position. 87 verify steps of 3 drafts each."""
+    reg = CollectorRegistry()
+    lab = {"model_name": "llama-3.1-8b", "engine_type": "trtllm"}
+    counters = (("num_draft_tokens_total", 261), ("num_accepted_tokens_total", sum(accepted_at)))
+    for name, value in counters:
+        Counter(f"trtllm_spec_decode_{name}", "d", list(lab), registry=reg).labels(**lab).inc(value)
+    Gauge("trtllm_spec_decode_acceptance_length", "d", list(lab), registry=reg).labels(**lab).set(
+        2.5
+    )
+    if per_position:
+        names = [*lab, "token_position"]
+        drafted = Counter("trtllm_spec_decode_drafted_tokens_total", "d", names, registry=reg)
+        accepted = Counter("trtllm_spec_decode_accepted_tokens_total", "d", names, registry=reg)
+        for pos, n in enumerate(accepted_at):
+            drafted.labels(**lab, token_position=str(pos)).inc(87)
+            if n:  # the collector increments a position only when it accepted something
+                accepted.labels(**lab, token_position=str(pos)).inc(n)
+    p = tmp_path / "trtllm.prom"
+    p.write_bytes(generate_latest(reg))
+    return p
+
+
+def test_trtllm_counters_with_per_position(tmp_path):
+    (run,) = parse_files([_trtllm_scrape(tmp_path, per_position=True)])
+    (w,) = run.windows
+    assert run.engine_name == "tensorrt_llm" and run.scopes == {"lifetime": 1}
+    assert w.accept_len == pytest.approx(1 + 167 / 87)
+    assert w.accept_rate == pytest.approx(167 / 261)
+    assert run.per_position == [round(n / 87, 4) for n in (70, 55, 42)]
+    assert run.num_steps == 3
+    assert not [f for f in analyze([run]).findings if f.severity >= 2]
+
+
+def test_trtllm_token_counters_alone_give_the_rate_and_the_last_iteration(tmp_path):
+    """Without finished requests' per-position counters there is no count of drafts: the rate
+    comes from the token counters, the accept length from the gauge (one iteration's)."""
+    (run,) = parse_files([_trtllm_scrape(tmp_path, per_position=False)])
+    (w,) = run.windows
+    assert w.accept_len == 2.5 and w.accept_rate == pytest.approx(167 / 261)
+    assert run.scopes == {"interval": 1} and run.per_position == []
+
+
+def test_trtllm_counters_at_zero_acceptance(tmp_path):
+    (run,) = parse_files([_trtllm_scrape(tmp_path, per_position=True, accepted_at=(0, 0, 0))])
+    assert run.accept_len.mean == 1.0
+    assert "ZERO_ACCEPTANCE" in {f.code for f in analyze([run]).findings}
+
+
+@pytest.mark.parametrize("suffix", ["", "_total"])
+def test_llamacpp_counters_with_per_position(tmp_path, suffix):
+    """llama.cpp's /metrics (ggml-org/llama.cpp PR #26389: vLLM's counter names under
+    `llamacpp:`, written by the server's own exposition code, per-position labelled
+    position), spelled as the PR's README lists them and with Prometheus' `_total`."""
+    text = "".join(
+        f"# HELP llamacpp:{name}{suffix} doc\n# TYPE llamacpp:{name}{suffix} counter\n"
+        + "".join(f"llamacpp:{name}{suffix}{labels} {value}\n" for labels, value in samples)
+        for name, samples in [
+            ("prompt_tokens", [("", 20)]),
+            ("spec_decode_num_drafts", [("", 87)]),
+            ("spec_decode_num_draft_tokens", [("", 259)]),
+            ("spec_decode_num_accepted_tokens", [("", 167)]),
+            ("spec_decode_num_accepted_tokens_per_pos",
+             [('{position="0"}', 70), ('{position="1"}', 55), ('{position="2"}', 42)]),
+        ]
+    )  # fmt: skip
+    p = tmp_path / "llamacpp.prom"
+    p.write_text(text)
+    (run,) = parse_files([p])
+    (w,) = run.windows
+    assert run.engine_name == "llama.cpp"
+    assert w.accept_len == pytest.approx(1 + 167 / 87) and w.accept_rate == pytest.approx(167 / 259)
+    assert run.per_position == [round(n / 87, 4) for n in (70, 55, 42)]
+
+
+def test_a_spec_counter_that_is_not_finite_is_not_read_as_a_count(tmp_path):
+    """Found by fuzzing: `1e999` parses as infinity, and `int()` of it raised OverflowError. The
+    exposition is refused as metrics (the note says why) and read as the text it is."""
+    p = tmp_path / "vllm.prom"
+    p.write_text('vllm:spec_decode_num_draft_tokens_total{engine="0"} 1e999\n')
+    (run,) = parse_files([p])
+    assert run.spec_windows == 0
+    assert any("vllm:spec_decode_num_draft_tokens is inf" in n for n in run.notes)

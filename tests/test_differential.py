@@ -218,18 +218,19 @@ def test_fix_placeholders_become_the_users_paths():
 
 
 def test_a_fix_says_which_releases_its_output_stops_loading_on(tmp_path):
-    """SpecForge's `LlamaForCausalLMEagle3` rewritten to vLLM 0.10.2's `LlamaForCausalLM`: every
-    SGLang release refuses the output, and fix says so before anything is written."""
+    """SpecForge's `LlamaForCausalLMEagle3` rewritten to vLLM 0.10.1.1's `LlamaForCausalLM` (the
+    SpecForge name is registered only from 0.10.2, models/registry.py:283): every SGLang release
+    refuses the output, and fix says so before anything is written."""
     draft = DATA / "layouts" / "specforge"
     out = subprocess.run(
-        [sys.executable, "-m", "kit", "fix", str(draft), "--engine", "vllm==0.10.2", "--json"],
+        [sys.executable, "-m", "kit", "fix", str(draft), "--engine", "vllm==0.10.1.1", "--json"],
         capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
     lost = json.loads(out.stdout)["stops_loading_on"]
     assert lost["sglang"][0] == "0.4.4.post2" and lost["sglang"][-1] == "0.5.23"
     assert "vllm" not in lost
     text = subprocess.run(
-        [sys.executable, "-m", "kit", "fix", str(draft), "--engine", "vllm==0.10.2"],
+        [sys.executable, "-m", "kit", "fix", str(draft), "--engine", "vllm==0.10.1.1"],
         capture_output=True, text=True, cwd=ROOT,
     ).stdout  # fmt: skip
     assert "the output stops loading on sglang 0.4.4.post2 … 0.5.23" in text

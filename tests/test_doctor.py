@@ -273,6 +273,7 @@ def test_doctor_with_a_target_opens_the_draft_once_for_every_offline_row(monkeyp
     from pathlib import Path
 
     import safetensors
+    import safetensors.torch  # bound to the real safe_open now, not to the counting one below
 
     import kit.offline_acceptance.measure as measure
     import kit.offline_acceptance.target as target_module

@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 import deployment_scenarios as sc
+import numpy as np
 import pytest
 
 import kit
@@ -35,6 +36,11 @@ MODULES = {
         "kit/deployment/configs.py",
         "kit/deployment/serving.py",
         "kit/deployment/tokens.py",
+        "kit/deployment/parallel.py",
+        "kit/deployment/quant.py",
+        "kit/deployment/runner.py",
+        "kit/deployment/targets.py",
+        "kit/deployment/llamacpp.py",
         "kit/engines/sglang/serving.py",
         "kit/engines/vllm/serving.py",
     ],
@@ -59,6 +65,9 @@ NOT_WALKED = {
     "OFFLINE_ACCEPTANCE": "the healthy row's summary: doctor's verdict and facts state it",
     "OFFLINE_NEAR_ZERO_ACCEPTANCE": "a determined near-zero row (tests/test_offline_measure.py); "
     "the bundled pair's floor faults leave the outcome undetermined instead",
+    "LLAMACPP_SPECULATION_OFF": "a llama-server line: `kit deployment` reads it, doctor's launch "
+    "reader takes the engines it models (tests/test_deployment_field.py)",
+    "LLAMACPP_DRAFT_P_MIN_ZERO": "as LLAMACPP_SPECULATION_OFF",
 }
 # A trained flag whose module the release drops is named by the load replay as the module it
 # discards (kit.load.findings.flags_ignored skips it there); the trace, without the weights,
@@ -123,7 +132,7 @@ def _scenarios(tmp: Path) -> list[dict]:
             for engine in ("sglang==0.5.10", "vllm==0.32.0"):
                 out.append({"draft": sample, "target_config": sample / "target", "engine": engine})
     out += _checkpoint_faults(tmp, layouts_target) + _deployment_faults(tmp, target, vl)
-    out += _log_faults(tmp)
+    out += _field_faults(tmp, target) + _log_faults(tmp) + _field_logs(tmp)
     broken = tmp / "broken"
     shutil.copytree(DATA / "layouts" / "specforge", broken)
     cfg = json.loads((broken / "config.json").read_text())
@@ -137,6 +146,7 @@ def _scenarios(tmp: Path) -> list[dict]:
 
 def _checkpoint_faults(tmp: Path, target: Path) -> list[dict]:
     """Checkpoints a trainer or a converter gets wrong, written as real safetensors files."""
+    from draft_headers import build
     from tiny_layouts import FLAT, LAYER, speculators_multilayer, write
 
     specforge = {"midlayer." + k: v for k, v in LAYER.items()}
@@ -158,6 +168,9 @@ def _checkpoint_faults(tmp: Path, target: Path) -> list[dict]:
                     spec_cfg | {"fc_norm": True})  # fmt: skip
     bare = write(tmp / "bare", specforge | {"d2t": (16,)}, FLAT)
     (bare / "config.json").unlink()
+    mla = {"q_lora_rank": 24, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8,
+           "v_head_dim": 8}  # an MLA draft under the Llama draft's name  # fmt: skip
+    mla_as_llama = build(tmp / "mla-as-llama", FLAT | mla, "modelopt")
     multi = speculators_multilayer(tmp / "multi")
     return [
         {"draft": no_d2t, "target_config": target, "engine": "vllm==0.32.0"},
@@ -169,6 +182,7 @@ def _checkpoint_faults(tmp: Path, target: Path) -> list[dict]:
         {"draft": fc_norm, "target_config": target, "engine": "sglang==0.5.10"},
         {"draft": multi, "target_config": target, "engine": "sglang==0.5.12"},
         {"draft": bare, "engine": "sglang==0.5.10"},
+        {"draft": mla_as_llama, "target_config": target, "engine": "sglang==0.5.23"},
         {"draft": DATA / "samples" / "speculators-0.9.0-tiny", "target_config": target,
          "engine": "vllm==0.32.0"},
     ]  # fmt: skip
@@ -223,6 +237,105 @@ def _deployment_faults(tmp: Path, target: Path, vl: Path) -> list[dict]:
          "cuda_graph": True},
         {"draft": forge, "target_config": target, "launch": _sg(target, forge)},
     ]  # fmt: skip
+
+
+def _field_faults(tmp: Path, target: Path) -> list[dict]:
+    """The deployments the field reported in 2026 (tests/test_deployment_field.py has each with
+    its healthy control)."""
+    from safetensors.numpy import save_file
+
+    draft = sc.specforge_draft(tmp / "field-draft")
+    save_file({"fc.weight": np.zeros((64, 192), np.float32), "d2t": np.zeros(200, np.int64)},
+              str(draft / "model.safetensors"))  # fmt: skip
+    gemma = sc.vl_target(tmp / "gemma", model_type="gemma3_text")
+    _config(gemma, model_type="gemma3")
+    quarot = sc.target(tmp / "quarot")
+    (quarot / "quant_model_description.json").write_text(json.dumps(
+        {"model_quant_type": "W8A8", "optional": {"quarot": {"rotation_map": {}}}}))  # fmt: skip
+    llama4 = sc.vl_target(tmp / "llama4", model_type="llama4_text")
+    _config(llama4, model_type="llama4", architectures=["Llama4ForConditionalGeneration"])
+    hybrid = sc.target(tmp / "hybrid", model_type="qwen3_next")
+    paged = sc.target(
+        tmp / "paged",
+        num_key_value_heads=4,
+        num_attention_heads=12,
+        hidden_size=192,
+        layer_types=["sliding_attention", "full_attention"] * 4,
+    )
+    speculators = sc.speculators_draft(
+        tmp / "converted",
+        hidden_size=256,
+        num_attention_heads=32,
+        head_dim=8,
+        num_key_value_heads=8,
+    )
+    save_file(
+        {
+            f"layers.0.self_attn.{p}_proj.weight": np.zeros((256, 512), np.float32)
+            for p in ("q", "k", "v")
+        },
+        str(speculators / "model.safetensors"),
+    )
+    v2 = "VLLM_USE_V2_MODEL_RUNNER=1 " + _vllm(target, draft, parallel_drafting=True)
+    return [
+        {"draft": draft, "target_config": target, "engine": "sglang==0.5.10", "launch": _sg(
+         target, draft, "--pp-size 2 --quantization awq --kv-cache-dtype fp8_e4m3")},
+        {"draft": draft, "target_config": gemma, "launch": _sg(gemma, draft, "--tp 2"),
+         "engine": "sglang==0.5.11"},
+        {"draft": draft, "target_config": quarot, "engine": "vllm==0.33.0"},
+        {"draft": draft, "target_config": llama4, "engine": "tensorrt_llm==1.2.0rc2"},
+        {"draft": draft, "target_config": hybrid, "engine": "tensorrt_llm==1.2.0rc2"},
+        {"draft": draft, "target_config": paged, "engine": "vllm==0.14.0"},
+        {"draft": draft, "target_config": target, "launch": v2, "engine": "vllm==0.33.0"},
+        {"draft": speculators, "target_config": target, "engine": "vllm==0.32.0"},
+    ]  # fmt: skip
+
+
+def _config(folder: Path, **over) -> None:
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(cfg | over))
+
+
+def _field_logs(tmp: Path) -> list[dict]:
+    """llama.cpp's ratio under full-length drafts, TensorRT-LLM's accept length falling with
+    the batch, vLLM's FP8 KV cache at scale 1.0 (tests/test_acceptance_field.py)."""
+    llama = tmp / "llama-server.log"
+    llama.write_text("".join(
+        f"slot print_timing: id  1 | task {t} | draft acceptance = 0.29825 (   51 accepted /   171 "
+        "generated), mean acceptance length =  4.90, acceptance rate per position = (0.805, "
+        "0.632, 0.483)\n" for t in range(4)))  # fmt: skip
+    stats = tmp / "stats.jsonl"
+    rows = []
+    for i in range(80):
+        batch = 1 + (i % 8) * 9
+        accepted = round((1.8 - 1.1 * batch / 64) * batch)
+        rows.append(
+            {
+                "iter": i,
+                "specDecodingStats": {
+                    "numDraftTokens": 3 * batch,
+                    "numAcceptedTokens": accepted,
+                    "numRequestsWithDraftTokens": batch,
+                    "acceptanceLength": (accepted + batch) / batch,
+                },
+            }
+        )
+    stats.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    vllm = tmp / "vllm.log"
+    vllm.write_text(
+        "(EngineCore_DP0 pid=8) WARNING 10-22 10:25:40 [kv_cache.py:165] Using KV cache scaling "
+        "factor 1.0 for fp8_e4m3. If this is unintended, verify that k/v_scale scaling factors "
+        "are properly set in the checkpoint.\n" + "".join(
+        f"(APIServer pid=7) INFO 10-22 10:27:{s:02d} [metrics.py:120] SpecDecoding metrics: Mean "
+        "acceptance length: 1.79, Accepted throughput: 10.00 tokens/s, Drafted throughput: 40.00 "
+        "tokens/s, Accepted: 237 tokens, Drafted: 900 tokens, Per-position acceptance rate: "
+        "0.500, 0.200, 0.090, Avg Draft acceptance rate: 26.3%\n" for s in range(3)))  # fmt: skip
+    draft = sc.specforge_draft(tmp / "logs-draft")  # a config: no release to load weights in
+    return [
+        {"draft": draft, "logs": [llama]},
+        {"draft": draft, "logs": [stats]},
+        {"draft": draft, "logs": [vllm], "engine": "vllm==0.11.0"},
+    ]
 
 
 DECODE = (

@@ -230,13 +230,11 @@ def test_attention_matches_torch_causal_sdpa(cfg):
     x = torch.randn(2, 7, 2 * cfg.hidden_size)
     pos = torch.arange(7)
     ours = attn(x, pos, None)
-    from kit.tracing.draft import rope
-
     q, k, v = attn.qkv_proj(x).split(
         [attn.nh * attn.hd, attn.nkv * attn.hd, attn.nkv * attn.hd], -1
     )
-    q = rope(q.unflatten(-1, (attn.nh, attn.hd)), pos, attn.theta).transpose(1, 2)
-    k = rope(k.unflatten(-1, (attn.nkv, attn.hd)), pos, attn.theta).transpose(1, 2)
+    q = attn.rotary(q.unflatten(-1, (attn.nh, attn.hd)), pos).transpose(1, 2)
+    k = attn.rotary(k.unflatten(-1, (attn.nkv, attn.hd)), pos).transpose(1, 2)
     v = v.unflatten(-1, (attn.nkv, attn.hd)).transpose(1, 2)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
     ref = attn.o_proj(ref.transpose(1, 2).flatten(-2))

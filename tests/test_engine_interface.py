@@ -12,6 +12,7 @@ from packaging.version import Version
 from kit.checkpoint.config import load_draft_config
 from kit.engines import ENGINES, all_releases
 from kit.engines.base import Engine
+from kit.engines.classes import Shape
 
 # What `Engine` asks of each rule module: its delegating methods name them.
 ASKED = {
@@ -22,6 +23,7 @@ ASKED = {
     "capture": ["capture"],
     "forward": ["era"],
     "acceptance": ["STOP_COUNTING"],
+    "registry": ["CLASSES", "draft_class", "for_shape"],
 }  # fmt: skip
 
 
@@ -40,7 +42,8 @@ def test_every_method_names_a_module_function_the_test_checks():
     """A method added to `Engine` is added to `ASKED` too, so no engine lacks what it asks."""
     source = inspect.getsource(Engine)
     asked = {f"self.{m}.{a}" for m, attrs in ASKED.items() for a in attrs}
-    used = set(re.findall(r"self\.(?:config|params|load|capture|forward|acceptance)\.\w+", source))
+    modules = "config|params|load|capture|forward|acceptance|registry"
+    used = set(re.findall(rf"self\.(?:{modules})\.\w+", source))
     assert used <= asked, used - asked
 
 
@@ -58,3 +61,4 @@ def test_every_release_answers_for_the_bundled_sample(name, sample_dir):
         assert pkg.era(rel).source
         assert pkg.num_aux(cfg, rel) >= 1
         pick(pkg.acceptance.STOP_COUNTING, rel)
+        assert pkg.class_for(Shape.LLAMA, rel) is not None  # every release has a Llama draft

@@ -275,9 +275,18 @@ def _one_line_error(argv: list[str], capsys) -> str:
     return err
 
 
-def test_missing_repo(hub, capsys):
-    err = _one_line_error(["simulate", "org/nothing", "--engine", ENGINE], capsys)
-    assert "org/nothing" in err and "no such local file or folder, nor a repo" in err
+@pytest.mark.parametrize(
+    "answer", [(401, "RepoNotFound"), (404, "RepoNotFound"), (404, "EntryNotFound"), (404, None)]
+)
+def test_missing_repo(hub, monkeypatch, capsys, answer):
+    """The Hub's answer to an anonymous caller, to a signed-in one, and what a mirror or proxy
+    may send instead: each is the one line that says no such repo, never "a file is missing"."""
+    monkeypatch.setattr(hub, "missing", answer)
+    for argv in (["simulate", "acme/no-such-draft", "--engine", ENGINE],
+                 ["inspect", "acme/no-such-draft"]):  # fmt: skip
+        err = _one_line_error(argv, capsys)
+        assert err.startswith("error: acme/no-such-draft: no such local file or folder, nor a repo")
+        assert "mistyped, or the repo is private" in err and "lists" not in err
 
 
 def test_gated_repo_without_then_with_a_token(hub, monkeypatch, capsys):
@@ -295,7 +304,13 @@ def test_private_repo_without_a_token(hub, capsys):
 
 def test_missing_revision(hub, capsys):
     err = _one_line_error(["simulate", "org/pair-draft@v9", "--engine", ENGINE], capsys)
-    assert "no revision 'v9'" in err
+    assert "the repo exists but has no revision 'v9'" in err
+
+
+def test_private_repo_with_a_token_of_another_account(hub, monkeypatch, capsys):
+    monkeypatch.setenv("HF_TOKEN", "hf_someone_else")
+    err = _one_line_error(["inspect", "org/private"], capsys)
+    assert "private and the token set has no access to it" in err
 
 
 def test_offline_mode_without_a_cached_copy(hub, monkeypatch, capsys):
@@ -334,6 +349,26 @@ def test_an_endpoint_that_ignores_ranges_is_refused_not_downloaded(hub, monkeypa
 def test_mistyped_local_path_stays_no_such_file(hub, capsys):
     err = _one_line_error(["inspect", "data/pair/drat"], capsys)
     assert "no such file or folder" in err and _asked(hub) == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["inspect", "./drafts/mine"], ["inspect", "drafts/mine/"], ["inspect", "~/drafts"],
+     ["inspect", "drafts/config.json"], ["inspect", "C:\\drafts\\mine"],
+     ["simulate", "./acme/draft", "--engine", ENGINE],
+     ["doctor", "--draft", "./acme/draft"], ["doctor", "--draft=./acme/draft"],
+     ["deployment", "--draft", str(DRAFT), "--target-config", "./acme/target"]],
+)  # fmt: skip
+def test_a_missing_path_spelled_as_one_is_never_sent_to_the_hub(hub, capsys, argv):
+    """`./acme/draft` reaches the command as `acme/draft` (argparse's Path drops the `./`), a
+    valid repo id: what was typed decides, and the Hub is not asked."""
+    err = _one_line_error(argv, capsys)
+    assert "no such file or " in err and _asked(hub) == []
+
+
+def test_a_repo_id_spelled_as_one_is_still_looked_up(hub, capsys):
+    assert cli.main(["inspect", "org/pair-draft", "--header-only"]) == 0
+    assert any("/api/models/org/pair-draft" in r for r in _asked(hub))
 
 
 def test_environment_variables_drive_the_cli(fake, tmp_path):

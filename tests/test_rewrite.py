@@ -303,10 +303,14 @@ def test_modelopt_midlayer_indexed_to_layers(tmp_path):
 
 
 def test_specforge_for_vllm_0_10_rewrites_the_architecture(tmp_path):
-    _, plan, out = fix(LAYOUTS / "specforge", "vllm==0.10.2", out=tmp_path / "o")
+    """0.10.1.1 registers no `LlamaForCausalLMEagle3`: the EAGLE spelling every release reads is
+    written. 0.10.2 registers it: nothing to change (models/registry.py:283)."""
+    _, plan, out = fix(LAYOUTS / "specforge", "vllm==0.10.1.1", out=tmp_path / "o")
     assert plan.renames == {}
     assert json.loads((out / "config.json").read_text())["architectures"] == ["LlamaForCausalLM"]
-    assert verify_output(out, "vllm==0.10.2").refusal is None
+    assert verify_output(out, "vllm==0.10.1.1").refusal is None
+    _, plan, _ = fix(LAYOUTS / "specforge", "vllm==0.10.2")
+    assert not plan.changes_anything
 
 
 def test_specforge_ids_for_vllm_0_24_become_after_k_layers(tmp_path):

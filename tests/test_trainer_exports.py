@@ -1,5 +1,6 @@
 """The trainers' own exports, read right: SpecForge 0.2.0 (`specforge export --to sglang` and
-`--to hf`) and NVIDIA ModelOpt 0.47.0 (`export_speculative_decoding`), as written by
+`--to hf`), NVIDIA ModelOpt 0.47.0 (`export_speculative_decoding`) and the speculators 0.9.0
+converter (`speculators convert --algorithm eagle3`, on SpecForge's export), as written by
 `data/make_trainer_samples.py` into data/samples/ (each folder's PROVENANCE.md says how).
 
 What each trainer writes, with its file:line, is in docs/conventions.md; the engine rules the
@@ -24,7 +25,8 @@ from kit.findings import Severity
 SAMPLES = DATA / "samples"
 SF_SGLANG, SF_HF = SAMPLES / "specforge-0.2.0-sglang", SAMPLES / "specforge-0.2.0-hf"
 MO, MO_FULL = SAMPLES / "modelopt-0.47.0", SAMPLES / "modelopt-0.47.0-fullvocab"
-EXPORTS = [SF_SGLANG, SF_HF, MO, MO_FULL]
+CONVERTER = SAMPLES / "speculators-0.9.0-converter"
+EXPORTS = [SF_SGLANG, SF_HF, MO, MO_FULL, CONVERTER]
 H = 128  # the bundled target's hidden size, which every sample's draft shares
 
 
@@ -43,6 +45,7 @@ def codes(findings) -> dict[str, object]:
         (SF_HF, "specforge-hf", "--to hf"),
         (MO, "modelopt-layers", "ModelOpt"),
         (MO_FULL, "modelopt-layers", "ModelOpt"),
+        (CONVERTER, "speculators-converter", "convert"),
     ],
 )
 def test_the_trainer_is_named(folder, name, trainer):
@@ -178,7 +181,9 @@ def test_vllm_reads_modelopt_ids_one_layer_early():
     found = codes(
         kit.doctor(MO_FULL, target_config=MO_FULL / "target", engine="vllm==0.33.0").findings
     )
-    assert found["AUX_LAYER_OFFSET"].data == {"trained": [1, 2], "captured": [0, 1]}
+    data = found["AUX_LAYER_OFFSET"].data
+    assert (data["trained"], data["captured"]) == ([1, 2], [0, 1])
+    assert data["cost"] == {"measured": False}  # a trace alone cannot price it
 
 
 @pytest.mark.parametrize(
@@ -227,3 +232,17 @@ def test_injected_yarn_against_the_served_context():
     f = codes(past.findings)["ROPE_SCALING_MISMATCH"]
     assert any("served context 8192" in e and "past the original 2048" in e for e in f.evidence)
     assert any("65536" in e for e in f.evidence)
+
+
+def test_the_converter_renames_only_the_layer_prefix_and_widens_to_f32():
+    """speculators 0.9.0 renames `midlayer.` to `layers.0.` and keeps d2t / t2d
+    (`convert/eagle/eagle3_converter.py:203-209`); it casts to the input's `torch_dtype`, which
+    SpecForge's transformers-5 config spells `dtype`, so the weights are saved in F32."""
+    given, converted = tensors(SF_SGLANG), tensors(CONVERTER)
+    assert {k.replace("midlayer.", "layers.0.") for k in given} == set(converted)
+    assert (
+        converted["fc.weight"].dtype == torch.float32 and given["fc.weight"].dtype == torch.bfloat16
+    )
+    assert torch.equal(converted["fc.weight"], given["fc.weight"].float())
+    cfg = load_draft_config(CONVERTER)
+    assert cfg.source == "speculators" and cfg.aux_layer_ids is None

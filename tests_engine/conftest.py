@@ -61,14 +61,19 @@ class EngineRun:
 
 
 def run_engine(
-    draft: Path, out: Path, runs: dict, k: int = 5, correct_cpu_expand: bool = False
+    draft: Path,
+    out: Path,
+    runs: dict,
+    k: int = 5,
+    correct_cpu_expand: bool = False,
+    target: Path = TARGET,
 ) -> EngineRun:
-    """One engine process on `draft`: every run of `runs` ({name: kit options}) in it; with
-    `correct_cpu_expand`, the CPU build's temperature expansion written as on GPU
+    """One engine process on `draft` (and `target`): every run of `runs` ({name: kit options})
+    in it; with `correct_cpu_expand`, the CPU build's temperature expansion written as on GPU
     (`engine_worker.correct_cpu_expand`)."""
     out.mkdir(parents=True, exist_ok=True)
     spec = {
-        "target": str(TARGET),
+        "target": str(target),
         "draft": str(draft),
         "k": k,
         "log": str(out / "vllm.log"),

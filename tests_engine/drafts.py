@@ -15,6 +15,7 @@ from safetensors.torch import load_file, save_file
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "pair"
 TARGET, DRAFT, PROMPTS = DATA / "target", DATA / "draft", DATA / "prompts.jsonl"
+SAMPLES = DATA.parent / "samples"
 TRAINED_IDS = [2, 4, 5]  # eagle_aux_hidden_state_layer_ids of the bundled draft
 SHIFTED_IDS = [1, 3, 4]  # each state one layer early: an off-by-one export
 UNKNOWN_KEY = "verifier_lm_head.weight"  # a trainer's extra tensor; vLLM has no such module
@@ -99,3 +100,39 @@ def unknown_key(out: Path) -> Path:
 
 def no_d2t(out: Path) -> Path:
     return _rewrite_tensors(_copy(out), lambda t: {k: v for k, v in t.items() if k != "d2t"})
+
+
+def export(name: str, out: Path) -> Path:
+    """A trainer's export from data/samples/ as the trainer wrote it (its `target/` note and
+    PROVENANCE.md left behind: a draft folder holds the checkpoint and its config)."""
+    shutil.copytree(SAMPLES / name, out, ignore=shutil.ignore_patterns("target", "*.md"))
+    return out
+
+
+def cut_target(out: Path, layers: int) -> Path:
+    """The bundled target cut to its first `layers` decoder layers, as ModelOpt's full-vocabulary
+    sample was trained on it (data/samples/modelopt-0.47.0-fullvocab/PROVENANCE.md)."""
+    shutil.copytree(TARGET, out)
+    kept = {k: v for k, v in load_file(out / "model.safetensors").items()
+            if not k.startswith("model.layers.") or int(k.split(".")[2]) < layers}  # fmt: skip
+    save_file(kept, out / "model.safetensors", metadata={"format": "pt"})
+    cfg = json.loads((out / "config.json").read_text()) | {"num_hidden_layers": layers}
+    (out / "config.json").write_text(json.dumps(cfg, indent=2))
+    return out
+
+
+def named(arch: str):
+    """The bundled draft in the flat form under another architecture name."""
+
+    def build(out: Path) -> Path:
+        cfg = flat_config(aux_capture=True) | {"architectures": [arch]}
+        return _write_config(_copy(out), cfg)
+
+    build.__name__ = f"named_{arch}"
+    return build
+
+
+def tied_over_trained_head(out: Path) -> Path:
+    """The flat draft saying `tie_word_embeddings: true` over its own trained, reduced head."""
+    cfg = flat_config(aux_capture=True) | {"tie_word_embeddings": True}
+    return _write_config(_copy(out), cfg)

@@ -11,6 +11,11 @@ by SWAR arithmetic (eight digits a word). A line that matches differs from the l
 its numbers, so the field reader would find the same fields at the same keys, the same format
 signature and the same figures; lines that match no pattern go to that reader.
 
+Most numbers of a log keep one width (`token usage: 0.41`, `accept len: 2.83`, `#queue-req: 0`):
+once a pattern has matched a chunk, a copy of it with those numbers at that width is tried first.
+Its fixed-width numbers are checked digit by digit with the text around them, in the same gather,
+and read at known offsets; the lines where one has another width are left to the pattern itself.
+
 Two kinds of pattern: a decode pattern (an SGLang `Decode batch` line) yields accept len, accept
 rate, throughput and running requests for every line; any other pattern (prefill lines, engine
 lines without an acceptance figure) only counts lines.
@@ -37,6 +42,10 @@ _HIGH = _U(0x8080808080808080)
 _PAIRS, _QUADS = _U(0x00FF00FF00FF00FF), _U(0x0000FFFF0000FFFF)
 MAX_DIGITS = 7  # an integer part of eight digits or more is left to the field reader
 MAX_DECIMALS = 6
+FEW_ROWS = 512  # on fewer rows, a pattern stops reading once every row differs
+SETTLE_ROWS = 64  # rows a pattern matches in one chunk before its numbers' widths are looked at
+FIXED_SHARE = 0.97  # a number is given a fixed width when this share of the rows has it
+FIXED_COVER = 0.9  # and the copy with fixed widths still matches this share of the rows
 MAX_LINE = 1024  # longer lines are never learned (real decode lines are under 600 characters)
 MAX_NUMBERS = 32
 PAD = 4096  # zero bytes after a chunk: a pattern checked against a short last line reads past it
@@ -62,51 +71,91 @@ class Chunk:
         return view[at]
 
 
-def _value(x: np.ndarray, width: np.ndarray) -> np.ndarray:
-    """The integer the first `width` (1-8) digit bytes of each word spell."""
-    y = (x ^ _ZEROS) << ((8 - width) << 3)  # width: uint8; a bad row's garbage is never read
+def _digits(y: np.ndarray) -> np.ndarray:
+    """The integer the digit values (0-9) of each word spell, the last one in its top byte."""
     y = (y * _U(10) + (y >> _U(8))) & _PAIRS
     y = (y * _U(100) + (y >> _U(16))) & _QUADS
     return (y * _U(10000) + (y >> _U(32))).astype(np.uint32)  # the low 32 bits hold the value
 
 
-def _checks(text: bytes, skip: int, open_digits: bool = False) -> list[tuple[int, _U, _U]]:
-    """(word, keep mask, wanted bits) for `text` starting `skip` bytes into a record of 8-byte
-    words; with `open_digits` its digits may be anything (the prefix's timestamp: it decides no
-    field the field reader reads, only the timestamp, which is parsed from the same bytes)."""
-    out = []
-    end = skip + len(text)
-    for w in range(skip // 8, -(-end // 8)):
-        keep = want = 0
-        for i in range(max(skip, w * 8), min(end, w * 8 + 8)):
-            c = text[i - skip]
-            if not (open_digits and 48 <= c <= 57):
-                keep |= 0xFF << 8 * (i - w * 8)
-                want |= c << 8 * (i - w * 8)
-        if keep:
-            out.append((w, _U(keep), _U(want)))
-    return out
+def _value(x: np.ndarray, width: np.ndarray) -> np.ndarray:
+    """The integer the first `width` (1-8) digit bytes of each word spell."""
+    return _digits((x ^ _ZEROS) << ((8 - width) << 3))  # width: uint8; a bad row's is never read
 
 
 @dataclass(frozen=True)
 class _Number:
-    """A number of any width with `decimals` digits after its point; `name` if it is kept."""
+    """A number with `decimals` digits after its point; `name` if it is kept; `width` digits
+    before the point where the pattern fixes them (None: any width)."""
 
     decimals: int
     name: str | None
+    width: int | None = None
 
 
 @dataclass(frozen=True)
 class _Unit:
-    """Fixed text, then an open number (None: the text ends the line)."""
+    """Fixed text, then a number (None: the text ends the line)."""
 
     text: bytes
     number: _Number | None
 
 
+_FIXED, _ANY, _DIGIT = 0, 1, 2  # what a byte of a read must be: itself, anything, a digit
+
+
+@dataclass(frozen=True)
+class _Read:
+    """One gather: from the line start or an open number to the next open number (or the line
+    end), through numbers of fixed width, in whole 8-byte words started `lead` bytes early so
+    that the open number at its end starts a word."""
+
+    lead: int
+    size: int
+    checks: list[tuple[int, np.uint64, np.uint64]]  # (word, keep mask, wanted bits)
+    digits: list[tuple[int, np.uint64]]  # (word, high bit of each byte that must be a digit)
+    fixed: list[tuple[int, _Number]]  # kept numbers of fixed width: (first digit's offset, number)
+    length: int  # bytes from where it starts in the line to the open number (or the line end)
+    number: _Number | None  # the open number it ends on
+
+
+def _read(head: bytes, units: list[_Unit]) -> _Read:
+    """The read of `head` (the line's prefix, whose digits are open: the timestamp decides no
+    field the field reader reads, and is parsed from the same bytes) and `units`, where every
+    number but the last has a fixed width."""
+    spec = [(c, _ANY if 48 <= c <= 57 else _FIXED) for c in head]
+    fixed = []
+    for unit in units:
+        spec += [(c, _FIXED) for c in unit.text]
+        n = unit.number
+        if n is not None and n.width is not None:
+            if n.name is not None:
+                fixed.append((len(spec), n))
+            spec += [(48, _DIGIT)] * n.width
+            spec += [(46, _FIXED)] + [(48, _DIGIT)] * n.decimals if n.decimals else []
+    last = units[-1].number
+    lead = -len(spec) % 8
+    spec = [(0, _ANY)] * lead + spec + [(0, _ANY)] * 8
+    checks, digits = [], []
+    for w in range(len(spec) // 8):
+        keep = want = high = 0
+        for i, (c, kind) in enumerate(spec[8 * w : 8 * w + 8]):
+            if kind == _FIXED:
+                keep, want = keep | 0xFF << 8 * i, want | c << 8 * i
+            elif kind == _DIGIT:
+                high |= 0x80 << 8 * i
+        if keep:
+            checks.append((w, _U(keep), _U(want)))
+        if high:
+            digits.append((w, _U(high)))
+    fixed = [(lead + at, n) for at, n in fixed]
+    number = last if last is not None and last.width is None else None
+    return _Read(lead, len(spec), checks, digits, fixed, len(spec) - lead - 8, number)
+
+
 @dataclass
 class Pattern:
-    """One line shape: a prefix of fixed width, then fixed texts and open numbers to the end."""
+    """One line shape: a prefix of fixed width, then fixed texts and numbers to the end."""
 
     prefix: bytes
     units: list[_Unit]
@@ -116,51 +165,103 @@ class Pattern:
     hits: int = 0
     idle: int = 0  # chunks in a row it was tried on and matched nothing
     scale: dict[str, int] = field(default_factory=dict)  # kept number -> 10**decimals
+    settled: bool = False  # its widths were looked at (a copy with fixed widths made, or not)
 
     def __post_init__(self) -> None:
-        """Each unit is read with one gather: its text and the 8 bytes where its number starts,
-        in whole 8-byte words, started early enough that the number starts a word (the bytes
-        before the text are not checked). The first unit's gather holds the prefix too."""
-        self._reads = []
-        for i, unit in enumerate(self.units or [_Unit(b"", None)]):
-            head = self.prefix if i == 0 else b""
-            lead = -(len(head) + len(unit.text)) % 8
-            merged: dict[int, tuple[int, int]] = {}  # word -> (keep, want): one check a word
-            for w, keep, want in _checks(head, lead, True) + _checks(unit.text, lead + len(head)):
-                k, v = merged.get(w, (0, 0))
-                merged[w] = (k | int(keep), v | int(want))
-            checks = [(w, _U(k), _U(v)) for w, (k, v) in sorted(merged.items())]
-            size = lead + len(head) + len(unit.text) + 8
-            self._reads.append((lead, size, checks))
+        """A read per open number: a number of fixed width is read with the text around it."""
+        self._reads: list[_Read] = []
+        self.widths: list[np.ndarray] = []  # of each open number, on the rows last matched
+        units = self.units or [_Unit(b"", None)]
+        run: list[_Unit] = []
+        for unit in units:
+            run.append(unit)
+            if unit.number is None or unit.number.width is None:
+                self._reads.append(_read(b"" if self._reads else self.prefix, run))
+                run = []
+        if run:  # the line ends on a number of fixed width
+            self._reads.append(_read(b"" if self._reads else self.prefix, run))
 
     def match(
         self, chunk: Chunk, starts: np.ndarray, ends: np.ndarray
     ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """(rows that match, kept numbers as scaled integers) for lines [starts, ends).
 
-        Units are read in order, one gather each (where each starts depends on the widths of
-        the numbers before it); a row that differs anywhere gets bits in `bad`.
+        Reads are made in order, one gather each (where each starts depends on the widths of
+        the open numbers before it); a row that differs anywhere is not ok.
         """
-        bad = np.zeros(len(starts), np.uint64)
-        at, skip = starts, len(self.prefix)
+        ok = np.ones(len(starts), bool)
+        at = starts
         values: dict[str, np.ndarray] = {}
-        for (lead, size, checks), unit in zip(self._reads, self.units or [_Unit(b"", None)],
-                                              strict=True):  # fmt: skip
-            words = chunk.read(at - lead, size).view(np.uint64).reshape(len(at), -1)
-            for w, keep, want in checks:
-                bad |= (words[:, w] ^ want) & keep if keep != _ALL else words[:, w] ^ want
-            at = at + skip + len(unit.text)
-            if unit.number is not None:
-                at = at + _number(unit.number, words[:, -1], bad, values)
-            skip = 0
-        ok = bad == 0
+        self.widths = []
+        for r in self._reads:
+            words = chunk.read(at - r.lead, r.size).view(np.uint64).reshape(len(at), -1)
+            for w, keep, want in r.checks:
+                ok &= (words[:, w] & keep) == want if keep != _ALL else words[:, w] == want
+            for w, high in r.digits:
+                t = words[:, w] ^ _ZEROS
+                ok &= (((t + _NINES) | t) & high) == 0
+            for offset, number in r.fixed:
+                values[number.name] = _fixed_value(words, offset, number)  # type: ignore[index]
+            at = at + r.length
+            if r.number is not None:
+                width = _number(r.number, words[:, -1], ok, values)
+                self.widths.append(width)
+                at = at + width + (1 + r.number.decimals if r.number.decimals else 0)
+            if len(at) < FEW_ROWS and not ok.any():  # the few lines a pattern before left
+                return ok, {}
         ok &= at == ends
         return ok, values
 
+    def fixing(self, ok: np.ndarray) -> Pattern | None:
+        """A copy with the numbers whose width hardly varies over the rows just matched (`ok`)
+        fixed at that width, or None. It matches a subset of this pattern's lines with the same
+        figures, in fewer gathers and fewer steps (no width to find, no point to take out); the
+        lines of another width are left to this pattern."""
+        seen = int(ok.sum())
+        if seen < SETTLE_ROWS:
+            return None  # too few to tell: looked at again after the next chunk
+        self.settled = True
+        numbers = [u.number for u in self.units if u.number is not None]  # all open: learned
+        shares = []  # (share of the rows, which number, its most common width)
+        for i, width in enumerate(self.widths):
+            counts = np.bincount(width[ok])
+            top = int(counts.argmax())
+            if 1 <= top <= MAX_DIGITS - numbers[i].decimals:  # readable in one word
+                shares.append((counts[top] / seen, i, top))
+        fix, covered = {}, 1.0
+        for share, i, top in sorted(shares, reverse=True):
+            if share < FIXED_SHARE or covered * share < FIXED_COVER:
+                break
+            fix[i], covered = top, covered * share
+        if not fix:
+            return None
+        units, i = [], 0
+        for unit in self.units:
+            if unit.number is not None:
+                if i in fix:
+                    unit = _Unit(unit.text, _Number(unit.number.decimals, unit.number.name, fix[i]))
+                i += 1
+            units.append(unit)
+        return Pattern(self.prefix, units, self.layout, self.sig, self.template, self.hits + 1,
+                       scale=self.scale, settled=True)  # fmt: skip
 
-def _number(number: _Number, x: np.ndarray, bad: np.ndarray, values: dict) -> np.ndarray:
-    """The width of the number at the start of each word `x` (digits, point, decimals); a kept
-    number's value, scaled by 10**decimals, goes into `values`; bad rows get bits in `bad`.
+
+def _fixed_value(words: np.ndarray, offset: int, number: _Number) -> np.ndarray:
+    """The value, scaled by 10**decimals, of a number of fixed width whose first digit is
+    `offset` bytes into each record (its digits and point are checked with the text)."""
+    q, r = divmod(offset, 8)
+    x = words[:, q] if not r else (words[:, q] >> _U(8 * r)) | (words[:, q + 1] << _U(64 - 8 * r))
+    t = x ^ _ZEROS
+    width, dec = number.width or 0, number.decimals
+    if dec:
+        low = _U((1 << 8 * width) - 1)
+        t = (t & low) | ((t >> _U(8)) & ~low)  # the point taken out: the digits in a row
+    return _digits(t << _U(8 * (8 - width - dec)))
+
+
+def _number(number: _Number, x: np.ndarray, ok: np.ndarray, values: dict) -> np.ndarray:
+    """The width of the number at the start of each word `x` (its digits before any point); a kept
+    number's value, scaled by 10**decimals, goes into `values`; rows it cannot be are not `ok`.
 
     An unkept number's point and decimals are skipped unchecked: no field the field reader reads
     can hide in them, and the text after them is checked.
@@ -170,15 +271,15 @@ def _number(number: _Number, x: np.ndarray, bad: np.ndarray, values: dict) -> np
     width = np.bitwise_count((nondigit & -nondigit) - _U(1)) >> 3  # uint8, 0-8
     dec = number.decimals
     if number.name is not None:  # (an unkept number of no digit or too many fails the text after)
-        bad |= (width - 1) > (6 - dec if dec else MAX_DIGITS - 1)  # none wraps to 255
+        ok &= (width - 1) <= (6 - dec if dec else MAX_DIGITS - 1)  # none wraps to 255
         shift = width << 3
         if dec:
-            bad |= ((x >> shift) & _U(0xFF)) ^ _U(46)  # the point
-            bad |= (nondigit >> (shift + 8)) & _U((1 << (8 * dec)) - 1)  # the decimals
+            ok &= ((x >> shift) & _U(0xFF)) == _U(46)  # the point
+            ok &= (nondigit >> (shift + 8)) & _U((1 << (8 * dec)) - 1) == 0  # the decimals
             low = (_U(1) << shift) - _U(1)
             x = (x & low) | ((x >> _U(8)) & ~low)  # the point taken out: the digits in a row
         values[number.name] = _value(x, width + dec)
-    return width + (1 + dec if dec else 0)
+    return width
 
 
 def template(line: str) -> str:
@@ -248,6 +349,8 @@ def match_chunk(
         which[hit] = i
         patterns[i].hits += len(hit)
         patterns[i].idle = 0 if len(hit) else patterns[i].idle + 1
+        if not patterns[i].settled and (fixed := patterns[i].fixing(ok)) is not None:
+            patterns.append(fixed)  # tried first from the next chunk on (one hit more)
         for name, v in found.items():
             if rows is None and name not in values:
                 values[name] = v  # every row: no copy

@@ -171,6 +171,8 @@ class LineReader:
             run.other_lines += 1
             if (layers := vllm_log.aux_layers(line)) is not None:
                 run.facts["aux_layers"] = layers  # what the engine says it captures
+            elif vllm_log.KV_SCALE_DEFAULTED in line:
+                run.facts["kv_scale_defaulted"] = f"line {n}: {line.strip()[:300]}"
 
 
 def add(run: LogRun, w: Window, sig: tuple, line: str) -> bool:

@@ -1,6 +1,8 @@
 """llama.cpp's speculative-decoding lines (its server runs EAGLE-3 drafts as `draft-eagle3`).
 
-Read in ggml-org/llama.cpp at commit 001d906a6d86e2490e394361e7cc6f478b100088:
+Read in ggml-org/llama.cpp at commit 001d906a6d86e2490e394361e7cc6f478b100088 (older builds print
+`draft acceptance rate = R ( N accepted / M generated)` and no mean length, as quoted in
+ggml-org/llama.cpp issue #23544 for builds 9159-9222 and #25792 for b9235; read the same way):
 
 - per request, when a slot finishes (`tools/server/server-context.cpp`, `print_timings`):
   `draft acceptance = R (N accepted / M generated), mean len = L` with `acc per pos = (…)` on a
@@ -20,7 +22,7 @@ import re
 from kit.acceptance import fields
 from kit.acceptance.model import Kind, Window
 
-REQUEST_MARK, STATS_MARK = "draft acceptance = ", "#acc tokens"
+REQUEST_MARKS, STATS_MARK = ("draft acceptance = ", "draft acceptance rate = "), "#acc tokens"
 _COUNTS = re.compile(r"\(\s*(\d+) accepted /\s*(\d+) generated\)")
 _CALLS = re.compile(r"#calls\(b,g,a\)\s*=\s*(\d+)\s+(\d+)\s+(\d+)")
 _IMPL = re.compile(r"statistics\s+([\w.-]+):")
@@ -34,17 +36,17 @@ class Garbled(Exception):
     """A llama.cpp acceptance line whose figures cannot be read."""
 
 
-def request(line: str, line_no: int) -> Window:
-    """The per-request `draft acceptance = …` line."""
+def request(line: str, line_no: int, mark: str) -> Window:
+    """The per-request `draft acceptance = …` line (the mean length only in builds with it)."""
     m = _COUNTS.search(line)
-    f = fields.pairs(line[line.index(REQUEST_MARK) :], lists=_LISTS)
+    f = fields.pairs(line[line.index(mark) :], lists=_LISTS)
     al = fields.number(f.get("mean acceptance length", f.get("mean len")))
-    if m is None or al is None:
-        raise Garbled("draft acceptance line without counts or mean length")
+    if m is None:
+        raise Garbled("draft acceptance line without counts")
     pp = f.get("acceptance rate per position")
     return Window(
         accept_len=al,
-        accept_rate=fields.number(f.get("draft acceptance")),
+        accept_rate=fields.number(f.get("draft acceptance", f.get("draft acceptance rate"))),
         per_position=fields.numbers(pp) if pp else None,
         accepted=int(m[1]),
         drafted=int(m[2]),
@@ -80,8 +82,9 @@ def stats(line: str, line_no: int) -> tuple[Window, str]:
 
 def parse_line(line: str, line_no: int) -> tuple[Window, Signature] | None:
     """A window for a llama.cpp acceptance line; None for any other line. Raises `Garbled`."""
-    if REQUEST_MARK in line:
-        return request(line, line_no), ("llama.cpp", "request")
+    mark = next((m for m in REQUEST_MARKS if m in line), None)
+    if mark is not None:
+        return request(line, line_no, mark), ("llama.cpp", "request")
     if STATS_MARK in line and "statistics" in line:
         w, impl = stats(line, line_no)
         return w, ("llama.cpp", f"stats {impl}")

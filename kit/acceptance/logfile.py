@@ -26,9 +26,11 @@ from kit.acceptance.model import AT_FLOOR, Kind, LogRun, Scope, Window
 
 CHUNK = 1 << 21
 FIRST_CHUNK = 1 << 16  # small, so the shapes of a log are learned before the large chunks
+BEGIN = 8  # where a chunk's lines start in its buffer
 MAX_LINE = 1 << 16  # longer "lines" (binary data without newlines) are skipped, counted once
 HIST = 1 << 16  # scaled figures below this are counted in a histogram (accept len 655.35 at .2f)
 FIGURES = ("accept_len", "accept_rate", "throughput", "running")  # what a decode window holds
+_ONE = np.uint64(1)
 MAX_SEEN = 4096  # templates of lines without a figure remembered until one comes back
 
 
@@ -46,6 +48,7 @@ class LogReader:
         self._row = 0  # the row the field reader is reading
         self.line_no = 0  # lines before the current chunk
         self.hist: dict[tuple[str, int], np.ndarray] = {}
+        self._breaks: np.ndarray | None = None  # scratch: which bytes are line breaks
 
     def read(self, f: BinaryIO) -> None:
         try:
@@ -54,14 +57,14 @@ class LogReader:
             file_size = 0
         for buf, size in _chunks(f):
             if size < 0:  # a line longer than the buffer: its head is in it
-                head = bytes(buf[:160]).decode("utf-8", "replace")
+                head = bytes(buf[BEGIN : BEGIN + 160]).decode("utf-8", "replace")
                 self.run.unparsed("over-long line", head, self.line_no + 1)
                 self.line_no += 1
                 continue
             first = self.line_no == 0
             self._chunk(buf, size)
             if first and self.line_no:
-                self._stride(file_size * self.line_no / size)
+                self._stride(file_size * self.line_no / (size - BEGIN))
         self.lines.finish()
         self._fold_histograms()
 
@@ -95,12 +98,11 @@ class LogReader:
             self.patterns.append(p)
 
     def _chunk(self, buf: bytearray, size: int) -> None:
-        a = np.frombuffer(buf, np.uint8, count=size)
-        ends = np.flatnonzero(a == 10)
+        ends = self._line_breaks(buf, size)
         if not len(ends) or ends[-1] != size - 1:  # the file's last line has no line break
             ends = np.append(ends, size)
         starts = np.empty_like(ends)
-        starts[0], starts[1:] = 0, ends[:-1] + 1
+        starts[0], starts[1:] = BEGIN, ends[:-1] + 1
         if self.patterns:
             m = columns.match_chunk(self.patterns, columns.Chunk(buf, size), starts, ends)
             which, values = m.pattern, m.values
@@ -115,6 +117,27 @@ class LogReader:
         self._row = len(starts)
         self._fold_before()
         self.line_no += len(starts)
+
+    def _line_breaks(self, buf: bytearray, size: int) -> np.ndarray:
+        """Offsets of the line breaks in `buf[BEGIN:size]`. Found a word at a time: the bytes that are
+        line breaks, seen as 64-bit words, are few and nonzero, and numpy finds nonzero words
+        (a few per chunk) faster than nonzero bytes; the rare word with two breaks (a line
+        under 8 bytes) is taken again until none is left."""
+        words = -(-size // 8)
+        if self._breaks is None or len(self._breaks) < words * 8:
+            self._breaks = np.empty(words * 8, bool)
+        hits = self._breaks[: words * 8]
+        np.equal(np.frombuffer(buf, np.uint8, count=words * 8), 10, out=hits)  # (zeros past size)
+        w = hits.view(np.uint64)
+        at = np.flatnonzero(w != 0)
+        found, rest, base = [], w[at], at << 3
+        while len(rest):
+            low = rest & -rest  # the lowest break of each word
+            found.append(base + (np.bitwise_count(low - _ONE) >> 3))
+            rest ^= low
+            more = np.flatnonzero(rest != 0)
+            rest, base = rest[more], base[more]
+        return found[0] if len(found) == 1 else np.sort(np.concatenate([at[:0], *found]))
 
     def _fold_before(self) -> None:
         """Fold the fast path's decode rows before the row being read into the series, so
@@ -153,8 +176,10 @@ class LogReader:
         printed values counted as scaled integers, so each distinct one is folded once."""
         run = self.run
         for name, s in scale.items():
+            if name == "running":
+                continue  # read for the windows kept only
             v = values[name][rows]
-            if name == "running" or not len(v):
+            if not len(v):
                 continue
             if name == "throughput":
                 lo, hi = int(v.min()), int(v.max())
@@ -198,8 +223,8 @@ class LogReader:
         }
         al, ar, tput, running = (figures[n].tolist() for n in FIGURES)
         out = []
-        for k, row in enumerate(rows.tolist()):
-            head = bytes(buf[starts[row] : starts[row] + 24]).decode()
+        for k, (row, s) in enumerate(zip(rows.tolist(), starts[rows].tolist(), strict=True)):
+            head = buf[s : s + 24].decode("utf-8", "replace")  # the prefix's digits are unchecked
             out.append(Window(
                 t=sglang_log.timestamp(head),
                 accept_len=None if al[k] != al[k] else al[k],  # nan: the pattern has no such field
@@ -218,7 +243,7 @@ class LogReader:
         at = np.flatnonzero(al < AT_FLOOR * scale[self._which[rows]])
         if len(at):
             row = int(rows[at[0]])
-            line = bytes(buf[starts[row] : ends[row]]).decode()
+            line = bytes(buf[starts[row] : ends[row]]).decode("utf-8", "replace")
             self.run.example_lines["floor"] = f"line {self.line_no + row + 1}: {line[:400]}"
 
     def _fold_histograms(self) -> None:
@@ -237,35 +262,36 @@ def _same_scales(patterns: list[columns.Pattern], ids: list[int]):
 
 
 def _chunks(f: BinaryIO) -> Iterator[tuple[bytearray, int]]:
-    """(buffer, size) for each run of whole lines; size -1 for a line longer than MAX_LINE with
-    no line break in the buffer (its head is in the buffer; the rest is skipped). The buffer holds
-    `columns.PAD` zero bytes past `size`."""
-    buf = bytearray(CHUNK + MAX_LINE + columns.PAD)
-    view = memoryview(buf)[: CHUNK + MAX_LINE]
-    carry, want = 0, FIRST_CHUNK
+    """(buffer, end) for each run of whole lines, which fill `buffer[BEGIN:end]`; end -1 for a
+    line longer than MAX_LINE with no line break in the buffer (its head is at BEGIN; the rest
+    is skipped). The buffer holds zeros before BEGIN (a pattern's read of the first line starts
+    up to 7 bytes early) and `columns.PAD` zero bytes past `end`."""
+    buf = bytearray(BEGIN + CHUNK + MAX_LINE + columns.PAD)
+    view = memoryview(buf)[: BEGIN + CHUNK + MAX_LINE]
+    carry, want = BEGIN, FIRST_CHUNK
     while True:
         got = f.readinto(view[carry : carry + want])
         size = carry + got
         if got == 0:
-            if carry:
+            if carry > BEGIN:
                 buf[size : size + columns.PAD] = bytes(columns.PAD)
                 yield buf, size
             return
-        cut = buf.rfind(b"\n", 0, size) + 1
-        if cut == 0 and size >= MAX_LINE:
+        cut = buf.rfind(b"\n", BEGIN, size) + 1
+        if cut == 0 and size - BEGIN >= MAX_LINE:
             yield buf, -1
             _skip_line(f)
-            carry, want = 0, CHUNK
+            carry, want = BEGIN, CHUNK
             continue
         if cut:
             tail = bytes(buf[cut:size])
             buf[cut : cut + columns.PAD] = bytes(columns.PAD)
             yield buf, cut
-            buf[: len(tail)] = tail
-            carry = len(tail)
+            buf[BEGIN : BEGIN + len(tail)] = tail
+            carry = BEGIN + len(tail)
         else:
             carry = size
-        want = CHUNK + MAX_LINE - carry
+        want = BEGIN + CHUNK + MAX_LINE - carry
 
 
 def _skip_line(f: BinaryIO) -> None:

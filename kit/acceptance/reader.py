@@ -11,16 +11,18 @@ tells the era) or not at all.
 
 from __future__ import annotations
 
+import difflib
 import io
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from kit.acceptance import fields, lines, prometheus, release, server_info
+from kit.acceptance import fields, filekind, lines, prometheus, release, server_info
 from kit.acceptance.logfile import LogReader
 from kit.acceptance.model import LogRun
-from kit.engines import RELEASES, EngineRelease, parse_engine
+from kit.engines import RELEASES, EngineRelease, did_you_mean, parse_engine
 from kit.errors import KitError
 from kit.limits import NOT_JSON, try_loads
 
@@ -41,8 +43,13 @@ def given_engine(text: str | None) -> tuple[str | None, EngineRelease | None]:
         )
     if name not in FAMILIES:
         known = ", ".join(f"{n}==X" for n in RELEASES)
+        hint = did_you_mean(text, FAMILIES) or next(
+            iter(difflib.get_close_matches(name.replace("-", "_"), FAMILIES, n=1)), None
+        )
         raise KitError(
-            f"unknown engine {text!r}; use {known}, or a name alone: {', '.join(FAMILIES)}"
+            f"unknown engine {text!r}; "
+            + (f"did you mean {hint}? " if hint else "")
+            + f"use {known}, or a name alone: {', '.join(FAMILIES)}"
         )
     return name, None
 
@@ -73,6 +80,23 @@ def parse_files(
     return runs
 
 
+def refuse_non_logs(paths: Iterable[str | Path | None]) -> None:
+    """Refuse, before any longer work, a file given as a log that is none: from its first bytes,
+    or, when they look like a document or JSON, from reading it (a real log costs one head)."""
+    for given in paths:
+        if given is None:
+            continue
+        path = Path(given)
+        if not path.is_file():
+            continue  # the caller's "no such file" names it
+        with open(path, "rb") as raw:
+            head = raw.read(filekind.HEAD)
+        filekind.refuse_format(path, head, path.stat().st_size)
+        text = head.decode("utf-8", "replace").lstrip()
+        if text[:1] in "{[" or filekind.is_binary(head) or filekind.looks_like_document(path, text):
+            read_file(path, LogRun(source=str(path)))
+
+
 def read_file(path: Path, run: LogRun) -> None:
     """The file, opened once: its first 4 kB tell JSON, a metrics scrape or a log apart."""
     try:
@@ -83,11 +107,17 @@ def read_file(path: Path, run: LogRun) -> None:
 
 
 def _read_opened(raw: BinaryIO, path: Path, run: LogRun) -> None:
-    head = raw.read(4096).decode("utf-8", "replace")
+    """A file format (a checkpoint, an archive) is refused from its first bytes; binary bytes,
+    a document or JSON that is no engine's output, once reading it found no acceptance
+    figure."""
+    first = raw.read(filekind.HEAD)
     raw.seek(0)
+    filekind.refuse_format(path, first, os.fstat(raw.fileno()).st_size)
+    head = first.decode("utf-8", "replace")
     stripped = head.lstrip()
+    unread_json = None
     if stripped[:1] == "{" or (stripped[:1] == "[" and stripped[1:].lstrip()[:1] in '{]"'):
-        _read_json(_text(raw), path, run)
+        unread_json = _read_json(_text(raw), path, run)
     elif prometheus.looks_like(stripped) and "Decode batch" not in head:
         text = _text(raw)
         try:
@@ -100,6 +130,8 @@ def _read_opened(raw: BinaryIO, path: Path, run: LogRun) -> None:
         LogReader(run).read(raw)
     else:
         LogReader(run).read(raw)
+    if not run.window_count:
+        filekind.refuse_without_figures(path, first, unread_json)
 
 
 def _text(raw: BinaryIO) -> io.TextIOWrapper:
@@ -129,20 +161,28 @@ def read_json_value(obj: Any, run: LogRun, line_no: int = 0) -> bool:
     return True
 
 
-def _read_json(f: TextIO, path: Path, run: LogRun) -> None:
+def _read_json(f: TextIO, path: Path, run: LogRun) -> set[str] | None:
+    """Fold the file's JSON into `run`; the top-level keys of JSON that is no engine output
+    (None when some value was one, or the text is not JSON at all)."""
     if path.stat().st_size <= JSON_WHOLE_LIMIT:
         obj = try_loads(f.read())
         f.seek(0)
         if obj is not NOT_JSON:
-            if not read_json_value(obj, run):
-                run.unparsed("json without acceptance fields", json.dumps(obj)[:160], 1)
-            return
+            if read_json_value(obj, run):
+                return None
+            run.unparsed("json without acceptance fields", json.dumps(obj)[:160], 1)
+            return set(obj) if isinstance(obj, dict) else set()
+    keys: set[str] | None = set()
     for n, line in enumerate(f, 1):
         if not line.strip():
             continue
         obj = try_loads(line)
         if obj is NOT_JSON:
             run.unparsed("garbled json", line, n)
+            keys = None  # text, not JSON: judged as a log would be
             continue
-        if not read_json_value(obj, run, n):
+        if read_json_value(obj, run, n):
+            keys = None
+        else:
             run.unparsed("json without acceptance fields", line, n)
+    return keys

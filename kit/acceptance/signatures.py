@@ -173,6 +173,111 @@ def position_cliff(run: LogRun) -> Finding | None:
     return None
 
 
+FULL_DRAFT_RATIO = 0.5  # llama.cpp: a ratio below this, with ...
+FULL_DRAFT_TOKENS = 3.0  # ... at least this many tokens drafted a round ...
+FULL_DRAFT_ACCEPTED = 0.5  # ... and at least this many accepted a round: long drafts, good draft
+
+
+def full_drafts(run: LogRun) -> Finding | None:
+    """llama.cpp's ratio of accepted to generated draft tokens, low only because every round
+    drafts its full n_max: with `--spec-draft-p-min` 0.0 (the default since build b9235) the
+    drafter never stops on an unsure token. The tokens accepted a round are the figure to judge
+    the draft by."""
+    if run.engine_name != "llama.cpp" or not run.drafted or run.accept_len.mean is None:
+        return None
+    ratio, per_round = run.accepted / run.drafted, run.accept_len.mean - 1
+    if ratio <= 0 or ratio >= FULL_DRAFT_RATIO or per_round < FULL_DRAFT_ACCEPTED:
+        return None
+    drafted = per_round / ratio
+    if drafted < FULL_DRAFT_TOKENS:
+        return None
+    return Finding(
+        code="LOW_RATIO_FROM_FULL_DRAFTS",
+        severity=Severity.WARNING,
+        title=f"{_name(run)}: acceptance ratio {ratio:.2f}, but {per_round:.2f} drafts are "
+        f"accepted a round: every round drafts about {drafted:.1f} tokens, past the first miss",
+        evidence=(
+            f"{run.accepted} accepted of {run.drafted} drafted: ratio {ratio:.3f}",
+            f"mean accept length {run.accept_len.mean:.2f}: {per_round:.2f} accepted a round, "
+            f"{drafted:.1f} drafted a round",
+            "--spec-draft-p-min 0.0 (the default since b9235) never stops a draft early; "
+            "measured on one pair: ratio 0.94 with 0.75, 0.30 with 0.0",
+        ),
+        fix="judge the draft by accept length; --spec-draft-p-min 0.75 (or a lower "
+        "--spec-draft-n-max) stops unsure drafts and saves their verify cost",
+        engine=run.engine,
+        source="ggml-org/llama.cpp issues #25792 (b9235, PR #23269), #25908, #23544",
+        data={"run": run.source, "ratio": ratio, "drafted_per_round": drafted},
+    )
+
+
+BATCH_GROUP = 5  # iterations at least in the smallest and in the largest batches
+BATCH_FALL = 0.7  # accepted drafts per step at large batches below this share of small ones
+
+
+def falls_with_batch(run: LogRun) -> Finding | None:
+    """TensorRT-LLM's one-model EAGLE-3 accepted fewer drafts the more requests an iteration
+    batched: its iteration statistics name the batch, so the smallest and largest batches'
+    accept lengths are compared."""
+    if run.engine_name != "tensorrt_llm":
+        return None
+    ws = sorted((w for w in run.windows if w.running and w.accept_len is not None),
+                key=lambda w: w.running)  # fmt: skip
+    q = len(ws) // 4
+    if q < BATCH_GROUP or ws[q - 1].running >= ws[-q].running:
+        return None
+    small, large = ws[:q], ws[-q:]
+    a_small = sum(w.accept_len for w in small) / q
+    a_large = sum(w.accept_len for w in large) / q
+    if a_small - 1 <= 0 or a_large - 1 >= BATCH_FALL * (a_small - 1):
+        return None
+    return Finding(
+        code="ACCEPT_LEN_FALLS_WITH_BATCH",
+        severity=Severity.WARNING,
+        title=f"{_name(run)}: accept length {a_small:.2f} at batches up to "
+        f"{small[-1].running}, {a_large:.2f} at batches from {large[0].running}",
+        evidence=(
+            f"{q} iterations with the fewest drafting requests ({small[0].running}-"
+            f"{small[-1].running}): mean accept length {a_small:.3f}",
+            f"{q} with the most ({large[0].running}-{large[-1].running}): {a_large:.3f}",
+            "a draft accepts the same tokens whatever the batch; a fall with the batch is the "
+            "engine's",
+        ),
+        fix="compare at batch 1; TensorRT-LLM fixed this in one-model mode with PR #10654 "
+        "(release/1.2): upgrade, or cap max_batch_size until then",
+        engine=run.engine,
+        source="NVIDIA/TensorRT-LLM issue #9208, PR #10654",
+        data={"run": run.source, "small": a_small, "large": a_large},
+    )
+
+
+def kv_scale_defaulted(run: LogRun) -> Finding | None:
+    """vLLM's warning that an FP8 KV cache runs with scale 1.0: a checkpoint without k/v
+    scales. The draft's KV cache follows --kv-cache-dtype unless set apart, and a draft saved in
+    bf16 has no scales."""
+    line = run.facts.get("kv_scale_defaulted")
+    if line is None:
+        return None
+    return Finding(
+        code="KV_CACHE_SCALE_DEFAULTED",
+        severity=Severity.WARNING,
+        title=f"{_name(run)}: an FP8 KV cache runs with scale 1.0 (no k/v scales in a "
+        "checkpoint): if it is the draft's, its attention is off",
+        evidence=(
+            line,
+            "the draft's KV cache follows --kv-cache-dtype unless set apart (vLLM from 0.28.0: "
+            '"kv_cache_dtype" in --speculative-config); a bf16 draft checkpoint has no scales',
+            "measured: accept length 2.6-2.8 with a bf16 draft cache, 1.79 with the target's FP8",
+        ),
+        fix='serve the draft\'s KV cache in bf16 ("kv_cache_dtype": "auto" in '
+        "--speculative-config from vllm 0.28.0), or calibrate k/v scales into the draft",
+        engine=run.engine,
+        source="vllm 0.33.0 model_executor/layers/quantization/kv_cache.py:164-169; "
+        "lightseekorg/tokenspeed PR #1012; vllm PR #24505",
+        data={"run": run.source},
+    )
+
+
 def no_speedup(run: LogRun, baseline: LogRun) -> Finding | None:
     """Throughput with speculation not above the baseline run's."""
     if not run.throughput.count or not baseline.throughput.count:
@@ -276,6 +381,8 @@ def run_findings(
     zero = zero_acceptance(run)
     near = None if zero else near_zero_acceptance(run)
     out = [zero, near, acceptance_decay(run), None if zero or near else position_cliff(run)]
+    out += [None if zero or near else full_drafts(run), falls_with_batch(run)]
+    out.append(kv_scale_defaulted(run))
     if expected_step0 is not None:
         out.append(low_first_position(run, expected_step0))
     if expected_accept_len is not None:

@@ -32,6 +32,7 @@ def window(f: dict[str, fields.Value], line_no: int = 0) -> Window | None:
         accept_rate=accepted / drafted,
         accepted=accepted,
         drafted=drafted,
+        running=requests,  # the requests that drafted this iteration: its batch
         line_no=line_no,
         kind=Kind.TRT_ITERATION,
     )

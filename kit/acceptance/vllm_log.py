@@ -52,6 +52,10 @@ _LMDEPLOY_RATE = re.compile(r"Draft acceptance rate: \d+\.\d\d%")
 
 Signature = tuple[str, str, int | None]
 
+# vLLM's warning (once) when an FP8 KV cache layer has no k/v scales in its checkpoint (0.11.0
+# model_executor/layers/quantization/kv_cache.py:98-103; 0.33.0 :164-169)
+KV_SCALE_DEFAULTED = "Using KV cache scaling factor 1.0 for fp8_e4m3"
+
 
 # The layers the target captures for an EAGLE-3 draft, when the draft config names them: vLLM's
 # own start-up line (0.32.0 v1/worker/gpu_model_runner.py:5241-5245; none for the default ids).

@@ -112,7 +112,7 @@ class HubSource:
         headers = {**build_hf_headers(), "range": f"bytes={first}-{last}"}
         timeout = constants.HF_HUB_DOWNLOAD_TIMEOUT
         stream = get_session().stream("GET", url, headers=headers, timeout=timeout)
-        with hub_errors(self.repo, self.commit), stream as response:
+        with hub_errors(self.repo, self.commit, name), stream as response:
             if response.status_code == 200:  # the range ignored: the body is the whole file
                 raise KitError(RANGE_IGNORED.format(endpoint=constants.ENDPOINT), self.where(name))
             body = response.read()
@@ -142,9 +142,28 @@ _RESOLVED: dict[tuple, Path] = {}
 def parse_repo_id(text: str) -> tuple[str, str | None] | None:
     """(repo, revision) when `text` is spelled as a Hub repo id, else None."""
     m = REPO_ID.match(text)
-    if not m or text.startswith(".") or ".." in text:
+    if not m or text.startswith(".") or ".." in text or looks_local(text):
         return None
     return m.group("repo"), m.group("rev")
+
+
+# File names a user types for a checkpoint or a config: `drafts/config.json` is a path, whatever
+# the Hub allows in a repo name.
+_FILE_SUFFIXES = (".json", ".safetensors", ".bin", ".pt", ".pth", ".gguf", ".jinja")
+_WINDOWS_DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
+
+
+def looks_local(text: str) -> bool:
+    """Whether `text` is spelled as a path on this machine, never a repo id: `./x`, `../x`,
+    `/x`, `~/x`, a Windows path (`C:\\x`, `x\\y`), a trailing `/`, or a file's name."""
+    head = text.split("@", 1)[0]
+    return (
+        text.startswith(("./", "../", "/", "~", ".\\"))
+        or "\\" in text
+        or _WINDOWS_DRIVE.match(text) is not None
+        or head.endswith("/")
+        or head.lower().endswith(_FILE_SUFFIXES)
+    )
 
 
 def sources() -> list[HubSource]:
@@ -183,15 +202,30 @@ ARGUMENTS = {
 }
 
 
-def resolve_arguments(args: Any) -> None:
+def resolve_arguments(args: Any, argv: list[str] | None = None) -> None:
     """Replace each repo id among a command's arguments by the local folder it resolves to, so
-    every later step (and a notebook kernel handed the path) reads a folder."""
+    every later step (and a notebook kernel handed the path) reads a folder. `argv`, the words
+    as typed, keeps a missing path that is spelled as one (`./drafts/mine`, which argparse's
+    `Path` shortens to `drafts/mine`) from being looked up on the Hub."""
     download = bool(getattr(args, "download", False))
     for name, target in ARGUMENTS.items():
         value = getattr(args, name, None)
         if isinstance(value, str | Path) and not Path(value).exists():
+            typed = _as_typed(value, argv or [])
+            if typed is not None and looks_local(typed) and parse_repo_id(str(Path(value))):
+                raise KitError("no such file or directory (spelled as a local path, so the Hub "
+                               "was not asked)", typed)  # fmt: skip
             resolved = resolve(value, target=target, download=download)
             setattr(args, name, resolved if isinstance(value, Path) else str(resolved))
+
+
+def _as_typed(value: str | Path, argv: list[str]) -> str | None:
+    """The command-line word (or the part after `--flag=`) that argparse turned into `value`."""
+    for word in argv:
+        text = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+        if text and (text == str(value) or Path(text) == Path(value)):
+            return text
+    return None
 
 
 def report_sources(kernels: bool = False) -> None:
@@ -258,8 +292,8 @@ def _from_hub(repo: str, revision: str | None, *, target: bool, download: bool) 
     folder = _snapshot_folder(repo, commit)
     if download:  # every file the revision lists, as snapshot_download fetches them; by the
         # revision asked (not its hash) so the cache records the branch for offline use later
-        with hub_errors(repo, revision):
-            for name in sorted(files):
+        for name in sorted(files):
+            with hub_errors(repo, revision, name):
                 hf_hub_download(repo, name, revision=revision, endpoint=constants.ENDPOINT)
         return folder
     source = _SOURCES.get(folder) or HubSource(
@@ -267,7 +301,7 @@ def _from_hub(repo: str, revision: str | None, *, target: bool, download: bool) 
     )
     for name in TARGET_FILES if target else DRAFT_FILES:
         if name in files and not (folder / name).is_file():
-            with hub_errors(repo, revision):
+            with hub_errors(repo, revision, name):
                 got = hf_hub_download(repo, name, revision=commit, endpoint=constants.ENDPOINT)
             source.fetched += Path(got).stat().st_size
     folder.mkdir(parents=True, exist_ok=True)
@@ -307,10 +341,12 @@ def source_of(folder: Path) -> HubSource | None:
 
 
 @contextmanager
-def hub_errors(repo: str, revision: str | None) -> Iterator[None]:
-    """Each way the Hub says no, as one line that says what to do (exit 2)."""
+def hub_errors(repo: str, revision: str | None, file: str | None = None) -> Iterator[None]:
+    """Each way the Hub says no, as one line that says what to do (exit 2). Without `file` the
+    call asked about the repo itself (its info at a revision): any "not found" there means the
+    repo, whatever a mirror or proxy puts in its error code; with `file`, that file."""
     import httpx
-    from huggingface_hub import constants, get_token
+    from huggingface_hub import constants
     from huggingface_hub import errors as e
 
     where = Path(f"{repo}@{revision}" if revision else repo)
@@ -329,20 +365,17 @@ def hub_errors(repo: str, revision: str | None) -> Iterator[None]:
             where,
         ) from None
     except e.RepositoryNotFoundError:
-        why = (
-            "or the token set has no access to it"
-            if get_token()
-            else "or a private one and no token is set: set HF_TOKEN or run `hf auth login`"
-        )
-        raise KitError(
-            f"no such local file or folder, nor a repo on {constants.ENDPOINT} ({why})", where
-        ) from None
+        raise KitError(_no_repo(), where) from None
     except e.RevisionNotFoundError:
         raise KitError(
-            f"the repo has no revision {revision!r} (a branch, tag or commit hash)", where
+            f"the repo exists but has no revision {revision!r} (no branch, tag or commit of "
+            "that name): check its spelling after the @",
+            where,
         ) from None
-    except e.RemoteEntryNotFoundError as err:
-        raise KitError(f"a file the repo lists is missing on the Hub ({err})", where) from None
+    except e.RemoteEntryNotFoundError:
+        if file is None:
+            raise KitError(_no_repo(), where) from None
+        raise KitError(f"the repo lists {file} but the Hub has no such file", where) from None
     except (httpx.TransportError, e.LocalEntryNotFoundError) as err:
         raise KitError(
             f"cannot reach the Hub at {constants.ENDPOINT} ({type(err).__name__}): check the "
@@ -350,8 +383,27 @@ def hub_errors(repo: str, revision: str | None) -> Iterator[None]:
             where,
         ) from None
     except e.HfHubHTTPError as err:
-        first = str(err).strip().splitlines()[0]
+        status = err.response.status_code if err.response is not None else None
+        if status == 404 and file is None:
+            raise KitError(_no_repo(), where) from None
+        first = " ".join(str(err).split())[:160]  # the client's text, on one line
         raise KitError(f"the Hub refused: {first}", where) from None
+
+
+def _no_repo() -> str:
+    """A repo the Hub does not show: missing, mistyped, or private to a caller without access
+    (the Hub answers all of them alike)."""
+    from huggingface_hub import constants, get_token
+
+    access = (
+        "the token set has no access to it"
+        if get_token()
+        else "no token is set: set HF_TOKEN or run `hf auth login`"
+    )
+    return (
+        f"no such local file or folder, nor a repo on {constants.ENDPOINT}: the name is "
+        f"mistyped, or the repo is private and {access}"
+    )
 
 
 def no_safetensors(source: HubSource, singles: list[str]) -> str:

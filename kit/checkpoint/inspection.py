@@ -45,7 +45,10 @@ _KNOWN_TOP = re.compile(
 )
 _KNOWN_LAYER = re.compile(
     r"^(self_attn\.[qkvo]_proj\.(weight|bias)|self_attn\.[qk]_norm\.weight"
+    r"|self_attn\.(q_a_proj|q_b_proj|kv_a_proj_with_mqa|kv_b_proj)\.weight"  # MLA
+    r"|self_attn\.(q_a|kv_a)_layernorm\.weight"
     r"|mlp\.(gate|up|down)_proj\.weight|(input|post_attention)_layernorm\.weight"
+    r"|mlp\.(router|gate)\.(weight|bias)|mlp\.experts\..+"  # a routed MLP
     r"|hidden_norm\.weight)$"
 )
 _QUANT_SCALE = re.compile(r"(weight|input|output|k|v)_scale(_inv)?$")
@@ -125,7 +128,7 @@ def inspect_checkpoint(
     guess = opened.format
     findings = [*check_keys(ck, draft, cfg), *check_dtypes(ck)]
     if draft is not None:
-        findings += check_shapes(ck, draft)
+        findings += [*check_shapes(ck, draft), *converter_kv_heads(ck, draft)]
     if stats is StatsRead.SAMPLED and draft is None and not looks_like_draft(ck):
         stats = StatsRead.NONE
     tensor_stats: dict[str, TensorStats] = {}
@@ -278,21 +281,58 @@ def expected_shapes(ck: Checkpoint, cfg: DraftConfig) -> dict[str, tuple[tuple[i
             continue
         d_in = 2 * h if lk.index == first else h
         why_in = "2 × hidden (embeds ++ hidden)" if lk.index == first else "hidden"
-        layer = {
-            "self_attn.q_proj.weight": ((q_out, d_in), f"[heads × head_dim, {why_in}]"),
-            "self_attn.k_proj.weight": ((kv * hd, d_in), f"[kv heads × head_dim, {why_in}]"),
-            "self_attn.v_proj.weight": ((kv * hd, d_in), f"[kv heads × head_dim, {why_in}]"),
-            "self_attn.o_proj.weight": ((h, q_out), "[hidden, heads × head_dim]"),
-            "mlp.gate_proj.weight": ((cfg.intermediate_size, h), "[intermediate, hidden]"),
-            "mlp.up_proj.weight": ((cfg.intermediate_size, h), "[intermediate, hidden]"),
-            "mlp.down_proj.weight": ((h, cfg.intermediate_size), "[hidden, intermediate]"),
-            "input_layernorm.weight": ((h,), "[hidden]"),
-            "post_attention_layernorm.weight": ((h,), "[hidden]"),
-            "hidden_norm.weight": ((h,), "[hidden]"),
-        }
+        layer = (
+            _mla_layer(cfg, d_in, why_in)
+            if _mla(cfg)
+            else {
+                "self_attn.q_proj.weight": ((q_out, d_in), f"[heads × head_dim, {why_in}]"),
+                "self_attn.k_proj.weight": ((kv * hd, d_in), f"[kv heads × head_dim, {why_in}]"),
+                "self_attn.v_proj.weight": ((kv * hd, d_in), f"[kv heads × head_dim, {why_in}]"),
+                "self_attn.o_proj.weight": ((h, q_out), "[hidden, heads × head_dim]"),
+                "mlp.gate_proj.weight": ((cfg.intermediate_size, h), "[intermediate, hidden]"),
+                "mlp.up_proj.weight": ((cfg.intermediate_size, h), "[intermediate, hidden]"),
+                "mlp.down_proj.weight": ((h, cfg.intermediate_size), "[hidden, intermediate]"),
+                "input_layernorm.weight": ((h,), "[hidden]"),
+                "post_attention_layernorm.weight": ((h,), "[hidden]"),
+                "hidden_norm.weight": ((h,), "[hidden]"),
+            }
+        )
         if lk.rest in layer:
             want[key] = layer[lk.rest]
     return want
+
+
+def _mla(cfg: DraftConfig) -> bool:
+    layer = cfg.raw.get("transformer_layer_config", cfg.raw)
+    return isinstance(layer, dict) and layer.get("kv_lora_rank") is not None
+
+
+def _mla_layer(cfg: DraftConfig, d_in: int, why_in: str) -> dict:
+    """An MLA layer's shapes (DeepSeek's names, as ModelOpt's Kimi-K2 export writes them)."""
+    r = cfg.raw
+    h, heads = cfg.hidden_size, cfg.num_attention_heads
+    ql, kvl = r.get("q_lora_rank"), int(r["kv_lora_rank"])
+    nope, rope, v = (
+        int(r.get(k) or 0) for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+    )
+    inter = cfg.intermediate_size
+    out = {
+        "self_attn.kv_a_proj_with_mqa.weight": ((kvl + rope, d_in), f"[kv_lora_rank + qk_rope_head_dim, {why_in}]"),
+        "self_attn.kv_a_layernorm.weight": ((kvl,), "[kv_lora_rank]"),
+        "self_attn.kv_b_proj.weight": ((heads * (nope + v), kvl), "[heads × (qk_nope + v), kv_lora_rank]"),
+        "self_attn.o_proj.weight": ((h, heads * v), "[hidden, heads × v_head_dim]"),
+        "mlp.gate_proj.weight": ((inter, h), "[intermediate, hidden]"),
+        "mlp.up_proj.weight": ((inter, h), "[intermediate, hidden]"),
+        "mlp.down_proj.weight": ((h, inter), "[hidden, intermediate]"),
+        "input_layernorm.weight": ((h,), "[hidden]"),
+        "post_attention_layernorm.weight": ((h,), "[hidden]"),
+        "hidden_norm.weight": ((h,), "[hidden]"),
+    }  # fmt: skip
+    if ql:
+        out["self_attn.q_a_proj.weight"] = ((int(ql), d_in), f"[q_lora_rank, {why_in}]")
+        out["self_attn.q_a_layernorm.weight"] = ((int(ql),), "[q_lora_rank]")
+        out["self_attn.q_b_proj.weight"] = ((heads * (nope + rope), int(ql)), "[heads × (qk_nope + qk_rope), q_lora_rank]")  # fmt: skip
+    return out
 
 
 def check_shapes(ck: Checkpoint, cfg: DraftConfig) -> list[Finding]:
@@ -318,6 +358,48 @@ def check_shapes(ck: Checkpoint, cfg: DraftConfig) -> list[Finding]:
             evidence=tuple(evidence),
             fix="Use the config.json the checkpoint was trained with (hidden sizes, aux layer "
             "count, target_hidden_size, draft_vocab_size), or re-export the weights.",
+        )
+    ]
+
+
+# speculators' Eagle3Converter writes num_key_value_heads 8 when the source config omits it
+# (vllm-project/speculators PR #636, open: `eagle_config.get("num_key_value_heads", 8)` in
+# src/speculators/convert/eagle/eagle3_converter.py), where transformers would mean
+# num_attention_heads (the model was trained with full multi-head attention).
+CONVERTER_KV_DEFAULT = 8
+
+
+def converter_kv_heads(ck: Checkpoint, cfg: DraftConfig) -> list[Finding]:
+    """The converter's default left in a speculators config: k_proj holds a key per attention
+    head while the config says 8 KV heads. Every engine refuses the shape at load; the fix is
+    the config's number, not the weights."""
+    if cfg.source != "speculators" or cfg.num_key_value_heads != CONVERTER_KV_DEFAULT:
+        return []
+    full = cfg.num_attention_heads * cfg.head_dim
+    keys = [k for k in ck.tensors if k.endswith("self_attn.k_proj.weight")]
+    rows = {ck.tensors[k].shape[0] for k in keys if ck.tensors[k].shape}
+    if not keys or rows != {full} or full == CONVERTER_KV_DEFAULT * cfg.head_dim:
+        return []
+    return [
+        Finding(
+            code="KV_HEADS_CONVERTER_DEFAULT",
+            severity=Severity.ERROR,
+            title=f"num_key_value_heads {CONVERTER_KV_DEFAULT} in config.json, but k_proj holds "
+            f"{cfg.num_attention_heads} heads: the converter's default for a source config that "
+            "named none",
+            evidence=(
+                f"{keys[0]}: {list(ck.tensors[keys[0]].shape)}, {full} rows = "
+                f"{cfg.num_attention_heads} heads × head_dim {cfg.head_dim}",
+                f"transformer_layer_config.num_key_value_heads {CONVERTER_KV_DEFAULT}: "
+                f"{CONVERTER_KV_DEFAULT * cfg.head_dim} rows expected; every engine's loader "
+                "asserts the shape",
+                "speculators' Eagle3Converter defaults the field to 8 where the EAGLE config "
+                "omits it (transformers' default is num_attention_heads)",
+            ),
+            fix=f"set transformer_layer_config.num_key_value_heads to {cfg.num_attention_heads} "
+            "in config.json (the weights are right)",
+            source="vllm-project/speculators PR #636",
+            root_cause=True,
         )
     ]
 

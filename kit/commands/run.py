@@ -53,6 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kit.acceptance.reader import refuse_non_logs
     from kit.engines import parse_engine
     from kit.extras import require
     from kit.findings import Severity
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         parse_engine(
             args.engine
         )  # a release outside the modelled range fails here, not in 5 kernels
+    refuse_non_logs([*args.logs, args.baseline_log])  # a checkpoint given as a log: one line
     inputs = RunInputs(
         draft=args.draft,
         target=args.target,

@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kit.api import release_matrix, simulate
-    from kit.engines import ENGINES
+    from kit.engines import ENGINES, did_you_mean
     from kit.errors import KitError
     from kit.findings import dumps
     from kit.schema import stamped
@@ -41,7 +41,12 @@ def run(args: argparse.Namespace) -> int:
     if "==" not in args.engine:
         name = args.engine.strip().lower()
         if name != "all" and name not in ENGINES:
-            raise KitError(f"unknown engine {name!r}; use {', '.join(ENGINES)} or all")
+            hint = did_you_mean(args.engine, ENGINES)
+            raise KitError(
+                f"unknown engine {name!r}; "
+                + (f"did you mean {hint}? " if hint else "")
+                + f"use {', '.join(ENGINES)} or all"
+            )
         rows = release_matrix(args.path, name)
         if args.json:
             from kit.load.replay import matrix_findings

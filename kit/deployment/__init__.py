@@ -19,16 +19,24 @@ from kit.acceptance.model import NEAR_ZERO_ACCEPT_LEN
 from kit.checkpoint.config import DraftConfig, TargetConfig, load_draft_config, load_target_config
 from kit.checkpoint.draft import Draft
 from kit.checkpoint.files import Checkpoint, open_checkpoint
+from kit.deployment import llamacpp
 from kit.deployment.configs import Pair, config_findings
 from kit.deployment.draftkind import DraftKind, Kind, draft_kind
+from kit.deployment.launch import launch_text
 from kit.deployment.lines import read_served
+from kit.deployment.parallel import parallel_findings
+from kit.deployment.quant import quant_findings
+from kit.deployment.runner import runner_findings
 from kit.deployment.served import Served, local_path
 from kit.deployment.serving import (
     algorithm,
+    any_engine_fix,
     chain,
     known_issues,
     launch_findings,
+    longer_than_trained,
     loose_verification,
+    trained_unroll,
 )
 from kit.engines import EngineRelease, parse_engine
 from kit.engines.serving import Method
@@ -72,13 +80,20 @@ def check(
     train_tokenizer: str | Path | None = None,
     served_tokenizer: str | Path | None = None,
     accept_len: float | None = None,
+    chain: tuple[int, str] | None = None,
 ) -> DeploymentReport:
     """Every deployment rule the inputs allow. `engine` is `ENGINE==X` (or a bare engine name
     with a launch line: the release is then assumed, and said so); draft and target paths named
     in the launch line are used when they exist here. `accept_len` (observed, e.g. from the
-    server log) makes a quantized target a root cause when acceptance is near zero. A draft
-    (`kit.checkpoint.Draft`) or target config already opened is taken as it is, not read again."""
-    served = launch if isinstance(launch, Served) or launch is None else read_served(launch, engine)
+    server log) makes a quantized target a root cause when acceptance is near zero. `chain`,
+    drafts per step and where they were read (the logs), is checked against the draft's
+    training unroll when no launch line says it. A draft (`kit.checkpoint.Draft`) or target
+    config already opened is taken as it is, not read again."""
+    llama = _llama_server(launch)
+    if llama is not None or launch is None or isinstance(launch, Served):
+        served = None if llama is not None else launch
+    else:
+        served = read_served(launch, engine)
     release = served.release if served else _release(engine)
     draft_cfg, draft_dir = _draft(draft, served)
     target_cfg, target_dir = _target(target_config, served)
@@ -90,16 +105,31 @@ def check(
     else:
         report.skipped["configs"] = "needs a draft config and a target config (given, or local "
         report.skipped["configs"] += "paths in the launch line)"
+    weights = draft.checkpoint if isinstance(draft, Draft) and draft.checkpoint else draft_dir
     if served and served.release.name in ("sglang", "vllm"):
         report.findings += _serving_findings(served, draft_cfg, target_cfg, draft_dir)
+    elif llama is not None:
+        report.facts["launch"] = "llama-server"
+        report.findings += llamacpp.findings(llama)
     elif not served:
         report.skipped["launch"] = "no launch line given"
-    weights = draft.checkpoint if isinstance(draft, Draft) and draft.checkpoint else draft_dir
+        report.findings += _chain_without_launch(chain, draft_cfg, release)
+    # a Draft opened without its weights (doctor's --draft-config) has no header to read here
+    header = draft.checkpoint if isinstance(draft, Draft) else weights
+    ck = _header(header) if served and served.method is Method.EAGLE3 else None
+    report.findings += quant_findings(served, draft_cfg, target_cfg, ck, release)
     report.findings += _tokenizer_findings(
         served, draft_cfg, weights, target_dir, train_tokenizer, served_tokenizer, report
     )
     report.findings = _with_acceptance(report.findings, accept_len)
     return report
+
+
+def _llama_server(launch: str | Path | Served | None) -> llamacpp.LlamaServer | None:
+    """llama.cpp's server line, read by its own few rules (no release table: builds)."""
+    if launch is None or isinstance(launch, Served):
+        return None
+    return llamacpp.read(launch_text(launch)[1])
 
 
 def _draft(
@@ -125,7 +155,13 @@ def _target(
 
 
 def _release(engine: str | None) -> EngineRelease | None:
-    return parse_engine(engine) if engine and "==" in engine else None
+    """The release `engine` names; None for none or a bare engine name (a launch line's release
+    is then assumed). Any other spelling is refused by `parse_engine`, with a did-you-mean."""
+    from kit.engines import ENGINES
+
+    if not engine or engine.strip().lower() in ENGINES:
+        return None
+    return parse_engine(engine)
 
 
 def _local_model(value: str | None) -> Path | None:
@@ -148,8 +184,10 @@ def _serving_findings(
 ) -> list[Finding]:
     kind = draft_kind(draft, draft_dir) if draft else Kind(DraftKind.UNKNOWN, "no draft config")
     multimodal = bool(target and (target.text_config_key or "vision_config" in target.raw))
-    out = [*algorithm(served, kind), *chain(served, draft), *known_issues(served, multimodal)]
-    out += loose_verification(served)
+    out = [*algorithm(served, kind), *chain(served, draft), *parallel_findings(served, target)]
+    if served.engine == "vllm":
+        out += runner_findings(served, draft, target)  # and whether V2 runs: a known issue's fact
+    out += [*known_issues(served, multimodal), *loose_verification(served)]
     if draft and target and kind.kind is DraftKind.EAGLE3 and served.method is Method.EAGLE3:
         from kit.tracing.capture import (
             simulate_capture,  # can this release capture for this target?
@@ -157,6 +195,30 @@ def _serving_findings(
 
         out += simulate_capture(target, draft, served.release).findings
     return out
+
+
+def _chain_without_launch(
+    chain: tuple[int, str] | None, draft: DraftConfig | None, release: EngineRelease | None
+) -> list[Finding]:
+    """The chain the logs show against the draft's training unroll (a launch line's chain is
+    judged with its own flags, `kit.deployment.serving.chain`)."""
+    trained = trained_unroll(draft)
+    if chain is None or not trained or chain[0] <= trained:
+        return []
+    fix = any_engine_fix(trained)
+    return [
+        longer_than_trained(trained, chain[0], chain[1], fix, str(release) if release else None)
+    ]
+
+
+def _header(weights: Path | Checkpoint | None) -> Checkpoint | None:
+    """The draft checkpoint's header (tensor names and shapes), when there is one to read."""
+    if isinstance(weights, Checkpoint) or weights is None:
+        return weights
+    try:
+        return open_checkpoint(weights)
+    except KitError:
+        return None  # a config-only folder: the rules that need tensors say nothing
 
 
 def _tokenizer_findings(

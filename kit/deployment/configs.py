@@ -17,6 +17,7 @@ from typing import Any
 
 from kit.checkpoint.config import DraftConfig, Rope, TargetConfig, read_rope
 from kit.deployment.served import Served
+from kit.deployment.targets import target_findings
 from kit.engines import EngineRelease, Row, pick
 from kit.engines.serving import DraftDtype, Positions, SlidingWindow
 from kit.findings import Finding, Severity
@@ -77,6 +78,7 @@ def config_findings(pair: Pair) -> list[Finding]:
         dtype,
         quantization,
         positions,
+        target_findings,
     )
     return [f for rule in rules for f in rule(pair)]
 

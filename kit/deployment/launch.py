@@ -32,7 +32,7 @@ class Command:
 
 def read_launch(text_or_file: str | Path) -> Command:
     """The server command in `text_or_file` (a path to a script or the command line itself)."""
-    source, text = _text(text_or_file)
+    source, text = launch_text(text_or_file)
     joined = text.replace("\\\r\n", " ").replace("\\\n", " ")
     try:
         tokens = shlex.split(joined, comments=True, posix=True)
@@ -51,7 +51,7 @@ def read_launch(text_or_file: str | Path) -> Command:
     raise KitError(f"no server command in the launch line (expected {expected})", source)
 
 
-def _text(text_or_file: str | Path) -> tuple[str, str]:
+def launch_text(text_or_file: str | Path) -> tuple[str, str]:
     """A path that exists is read; text with a space or a newline is a command line; anything
     else was meant as a file that is not there."""
     candidate = str(text_or_file)

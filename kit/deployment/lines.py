@@ -62,6 +62,11 @@ def read_sglang(s: Served) -> None:
     if "context_length" in a.given:
         s.context, s.context_flag = a.value("context_length"), a.given["context_length"].spelled
     s.dtype, s.quantization = a.value("dtype"), a.value("quantization")
+    s.tensor_parallel = _int(a.value("tp_size", a.value("tensor_parallel_size"))) or 1
+    s.pipeline_parallel = _int(a.value("pp_size", a.value("pipeline_parallel_size"))) or 1
+    s.kv_cache_dtype = a.value("kv_cache_dtype")
+    s.draft_kv_cache_dtype = a.value("speculative_draft_kv_cache_dtype")
+    s.draft_quantization = a.value("speculative_draft_model_quantization")
     v2 = pick(sglang.SPEC_V2, s.release).value
     env = s.command.env.get(v2.env) if v2.env else None
     spec_v2 = (env in _TRUE) if env is not None else v2.default
@@ -100,10 +105,16 @@ def read_vllm(s: Served) -> None:
         _vllm_method(s, spec, origin)
         s.draft = spec.get("model")
         s.num_speculative_tokens = _int(spec.get("num_speculative_tokens"))
+        s.spec = spec
+        s.draft_kv_cache_dtype = spec.get("kv_cache_dtype")
+        s.draft_quantization = spec.get("quantization")
     s.tokenizer, s.chat_template = a.value("tokenizer"), a.value("chat_template")
     if "max_model_len" in a.given:
         s.context, s.context_flag = a.value("max_model_len"), a.given["max_model_len"].spelled
     s.dtype, s.quantization = a.value("dtype"), a.value("quantization")
+    s.tensor_parallel = _int(a.value("tensor_parallel_size")) or 1
+    s.pipeline_parallel = _int(a.value("pipeline_parallel_size")) or 1
+    s.kv_cache_dtype = a.value("kv_cache_dtype")
     s.facts |= _common_facts(s)
     if a.value("enable_prefix_caching") is not False:
         s.facts.add("prefix_caching")

@@ -42,6 +42,12 @@ class Served:
     context_flag: str | None = None
     dtype: str | None = None
     quantization: str | None = None
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    kv_cache_dtype: str | None = None  # the target's (and, unless overridden, the draft's)
+    draft_kv_cache_dtype: str | None = None  # the draft's own setting, where the line gives one
+    draft_quantization: str | None = None  # SGLang --speculative-draft-model-quantization
+    spec: dict[str, Any] = field(default_factory=dict)  # vLLM's speculative config as read
     facts: set[str] = field(default_factory=set)  # for known issues (see kit.deployment.serving)
 
     @property
@@ -70,6 +76,9 @@ class Served:
             "context": self.context,
             "dtype": self.dtype,
             "quantization": self.quantization,
+            "tensor_parallel": self.tensor_parallel,
+            "pipeline_parallel": self.pipeline_parallel,
+            "kv_cache_dtype": self.kv_cache_dtype,
         }
 
 

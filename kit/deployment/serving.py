@@ -142,36 +142,57 @@ def chain(s: Served, draft: DraftConfig | None) -> list[Finding]:
     if s.method not in (Method.EAGLE3, Method.EAGLE):
         return []
     out = _root_counted(s)
-    trained = draft.num_speculative_tokens if draft else None
+    trained = trained_unroll(draft)
     served = s.chain
     if not trained or not served or served <= trained:
         if trained and served and served == trained - 1 and s.num_draft_tokens == trained:
             out.append(_one_short(s, trained))
         return out
+    return [*out, longer_than_trained(trained, served, _chain_text(s), _chain_fix(s, trained),
+                                      str(s.release))]  # fmt: skip
+
+
+def trained_unroll(draft: DraftConfig | None) -> int | None:
+    """Draft tokens per step the draft was trained to propose, where its config records it: the
+    speculators trainer writes its test-time-training unroll (`ttt_steps`) as the proposal's
+    `speculative_tokens`; SpecForge, ModelOpt and the EAGLE trainer record none."""
+    return draft.num_speculative_tokens if draft else None
+
+
+def longer_than_trained(
+    trained: int, served: int, how: str, fix: str, engine: str | None
+) -> Finding:
+    """CHAIN_LONGER_THAN_TRAINED: `served` drafts per step (read from `how`) against `trained`."""
     off_by_one = served == trained + 1
     evidence = [
         f"trained for {trained} draft tokens per step (speculators_config proposal_methods "
-        "speculative_tokens)",
-        f"served chain {served} ({_chain_text(s)})",
+        "speculative_tokens, the trainer's test-time-training unroll)",
+        f"served chain {served} ({how})",
     ]
     if off_by_one:
         evidence.append(
             "one more than trained: the root counted as a draft (SGLang's "
             "--speculative-num-draft-tokens counts the root, vLLM's num_speculative_tokens not)"
         )
-    out.append(
-        Finding(
-            code="CHAIN_LONGER_THAN_TRAINED",
-            severity=Severity.WARNING,
-            title=f"the chain proposes {served} drafts per step, the draft was trained for "
-            f"{trained}: positions past {trained} are rarely accepted",
-            evidence=tuple(evidence),
-            fix=_chain_fix(s, trained),
-            engine=str(s.release),
-            source="vllm-project/vllm PR #16035" if off_by_one else None,
-        )
+    return Finding(
+        code="CHAIN_LONGER_THAN_TRAINED",
+        severity=Severity.WARNING,
+        title=f"the chain proposes {served} drafts per step, the draft was trained for "
+        f"{trained}: positions past {trained} are rarely accepted",
+        evidence=tuple(evidence),
+        fix=fix,
+        engine=engine,
+        source="vllm-project/vllm PR #16035" if off_by_one else None,
     )
-    return out
+
+
+def any_engine_fix(n: int) -> str:
+    """The chain of `n` drafts in each engine's spelling (a chain read from logs, not a line)."""
+    return (
+        f'serve {n} drafts per step: vLLM "num_speculative_tokens": {n}; SGLang '
+        f"--speculative-num-steps {n} --speculative-eagle-topk 1 --speculative-num-draft-tokens "
+        f"{n + 1} (SGLang counts the root)"
+    )
 
 
 def _chain_text(s: Served) -> str:

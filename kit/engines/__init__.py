@@ -10,7 +10,9 @@ each engine's rules in prose, with the same sources.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 
 from packaging.version import Version
 
@@ -61,8 +63,11 @@ def parse_engine(text: str) -> EngineRelease:
     name, sep, ver = text.strip().partition("==")
     name, ver = name.strip().lower(), ver.strip()
     if name not in RELEASES:
+        hint = did_you_mean(text, RELEASES)
         raise KitError(
-            f"unknown engine {name!r} in {text!r}; use {' or '.join(f'{e}==X' for e in ENGINES)}"
+            f"unknown engine {name!r} in {text!r}; "
+            + (f"did you mean {hint}? " if hint else "")
+            + f"use {' or '.join(f'{e}==X' for e in ENGINES)}"
         )
     lo, hi = supported_range(name)
     if not sep or not ver:
@@ -76,6 +81,33 @@ def parse_engine(text: str) -> EngineRelease:
     read = [Version(v) for v in RELEASES[name]]
     assumed = None if version in read else max(v for v in read if v <= version)
     return EngineRelease(name, version, assumed)
+
+
+# `vllm=0.11`, `vllm:0.11.0`, `vllm 0.11.0`, `vllm@v0.11.0`, `vllm-0.11.0`, `trtllm>=1.2.0rc2`
+_TYPO = re.compile(r"^\s*([A-Za-z][A-Za-z_.\-]*?)\s*(?:[=:@~<>! ]+|-)?\s*[vV]?(\d[\w.]*)\s*$")
+_ALIASES = {"trtllm": "tensorrt_llm", "trt_llm": "tensorrt_llm", "tensorrt": "tensorrt_llm",
+            "llamacpp": "llama.cpp", "llama_cpp": "llama.cpp"}  # fmt: skip
+
+
+def did_you_mean(text: str, names: Iterable[str]) -> str | None:
+    """`name==X` for an engine and release spelled another way (`vllm=0.11` -> `vllm==0.11.0`, a
+    release of two numbers given its `.0`), with the engine name corrected to the closest one
+    of `names`; None when the text holds no engine-and-version shape."""
+    m = _TYPO.match(text)
+    if m is None:
+        return None
+    name = m.group(1).lower().replace("-", "_")
+    name = _ALIASES.get(name, name)
+    known = list(names)
+    if name not in known:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        if not close:
+            return None
+        name = close[0]
+    version = m.group(2)
+    if re.fullmatch(r"\d+\.\d+", version):
+        version += ".0"
+    return f"{name}=={version}"
 
 
 def release_findings(release: EngineRelease) -> list[Finding]:

@@ -114,6 +114,9 @@ class Engine:
     # STOP_COUNTING rows, optional DRAFT_PROPOSAL rows (DraftProposal; without them the kit
     # verifies as the papers write it), the engine's log / metrics formats
     acceptance: ModuleType
+    # the draft classes each release registers (`kit.engines.classes`): `draft_class(cfg,
+    # release)` the one it builds for a config, `for_shape(shape, release)` the one to write
+    registry: ModuleType
     flags: ModuleType | None = None  # launch flags by release, for engines that have a table
 
     @classmethod
@@ -140,8 +143,21 @@ class Engine:
     def constructor_failure(self, cfg: Any, release: EngineRelease) -> Any:  # Refusal | None
         return self.config.constructor_failure(cfg, release)
 
-    def rewritten_config(self, cfg: Any, release: EngineRelease) -> tuple[dict, list[str]]:
-        return self.config.rewritten_config(cfg, release)
+    def rewritten_config(
+        self, cfg: Any, release: EngineRelease, keys: Sequence[str] = ()
+    ) -> tuple[dict, list[str]]:
+        """The config.json this release reads, for a checkpoint with these tensor names."""
+        return self.config.rewritten_config(cfg, release, keys)
+
+    def draft_class(self, cfg: Any, release: EngineRelease) -> Any:  # DraftClass | None
+        """The registered class this release builds for the config; None where it does not
+        build the draft (a refused config, a constructor that fails first)."""
+        if self.refuses_config(cfg, release) or self.constructor_failure(cfg, release):
+            return None
+        return self.registry.draft_class(cfg, release)
+
+    def class_for(self, shape: Any, release: EngineRelease) -> Any:  # DraftClass | None
+        return self.registry.for_shape(shape, release)
 
     def num_aux(self, cfg: Any, release: EngineRelease) -> int:
         return self.config.num_aux(cfg, release)
@@ -184,4 +200,4 @@ class Engine:
         return rule(release) if rule else None
 
 
-_MODULES = ("config", "params", "load", "capture", "forward", "acceptance")
+_MODULES = ("config", "params", "load", "capture", "forward", "acceptance", "registry")

@@ -12,6 +12,7 @@ that the rules and the code that applies them do not import each other.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -46,6 +47,7 @@ class Init(StrEnum):
     ONES = "ones"  # RMSNorm weight
     RANDOM = "random"  # PyTorch default init (nn.Linear weight / bias)
     ZEROS = "zeros"  # e.g. vLLM's draft_id_to_target_id
+    IDENTITY = "identity"  # arange: draft id i is target id i (LMDeploy's MLA token map)
 
     @property
     def left(self) -> str:
@@ -158,6 +160,21 @@ class LoadContext:
     shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
+def untie_trained_head(raw: dict[str, Any], cfg: DraftConfig, keys: Sequence[str]) -> list[str]:
+    """A tied config over a checkpoint that ships its own `lm_head.weight`: the head was trained
+    apart from the embedding (a tied model saves no head), so an engine that ties throws it
+    away. Sets `tie_word_embeddings: false` in `raw` and says so."""
+    if not (cfg.tie_word_embeddings and "lm_head.weight" in keys):
+        return []
+    for section in (raw, raw.get("transformer_layer_config")):
+        if isinstance(section, dict) and section.get("tie_word_embeddings"):
+            section["tie_word_embeddings"] = False
+    return [
+        "tie_word_embeddings: true -> false (the checkpoint ships its own trained lm_head.weight, "
+        "which a tied head discards)"
+    ]
+
+
 def pad64(n: int) -> int:
     """Vocab rows after the engines' padding of embeddings / heads to a multiple of 64."""
     return (n + 63) // 64 * 64
@@ -211,8 +228,9 @@ class Era:
     # "hidden_norm" (SGLang ≥0.5.12) | "input_layernorm" (vLLM) | EVERY_LAYER_READS_EMBEDS
     later_input_norm: str
     token_map: TokenMap = TokenMap.OFFSETS
-    # True: logits always come from the draft's lm_head, never tied to the embedding nor borrowed
-    # from the target, whatever tie_word_embeddings / draft_vocab_size say (LMDeploy)
+    # True: logits always come from the draft's own lm_head parameter, never tied to the
+    # embedding, whatever tie_word_embeddings / draft_vocab_size say (LMDeploy, vLLM; vLLM may
+    # fill that parameter from the target's head after load)
     own_head_only: bool = False
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kit.checkpoint.config import DraftConfig
-from kit.engines import ENGINES, EngineRelease
+from kit.cost import unmeasured
+from kit.engines import ENGINES, EngineRelease, all_releases
+from kit.engines.classes import Shape, shape_evidence
 from kit.engines.vocab import Init, Outcome, Refusal, State, TokenMap
 from kit.findings import Finding, Severity
 from kit.load.report import LoadReport, ParamState
@@ -33,13 +35,23 @@ def refused_findings(
             f"the key-level replay ({IF_REWRITTEN} in this release's own form) follows, "
             + ("and loads every tensor" if rewritten.loads_cleanly else "and finds problems"),
         ),
-        fix=ENGINES[rel.name].CONFIG_FIX,
+        fix=_refusal_fix(rel, changes, rewritten),
         engine=str(rel),
         source=refusal.source,
         root_cause=True,
         data={"config_changes": list(changes)},
     )
     return [refused, *(conditional(f) for f in rewritten.findings)]
+
+
+def _refusal_fix(rel: EngineRelease, changes: list[str], rewritten: LoadReport) -> str:
+    """The rewrite this release needs, named (the class it registers for this draft's shape
+    among it), when one makes it build the draft; the engine's general advice otherwise."""
+    if rewritten.refusal is not None and rewritten.findings:
+        return rewritten.findings[0].fix  # no rewrite helps: where the draft can be served
+    if not changes:
+        return ENGINES[rel.name].CONFIG_FIX
+    return "; ".join(changes) + f": python -m kit fix CKPT --engine {rel} writes it"
 
 
 def conditional(f: Finding) -> Finding:
@@ -115,10 +127,11 @@ def findings_for(
 ) -> list[Finding]:
     """Every finding of a replay, in the order a reader should meet them."""
     if r.refusal is not None:
-        return [_still_refused(r)]
+        return [_still_refused(r, rel, cfg)]
     fix = _fix(r.engine, upgrade)
     checks: list[Callable[[], Finding | None]] = [
-        lambda: _dropped(r, fix),
+        lambda: _class_mismatch(r, rel, cfg),
+        lambda: _dropped(r, cfg, fix),
         lambda: _crash(r, fatal, fix),
         lambda: _warned(r, fix),
         lambda: _d2t_missing(r, rel, cfg, fatal),
@@ -131,21 +144,75 @@ def findings_for(
         lambda: _flags_ignored(r, rel, cfg),
         lambda: _left_at_init(r, fatal),
     ]
-    return [f for f in (check() for check in checks) if f is not None]
+    return [unmeasured(f) for f in (check() for check in checks) if f is not None]
 
 
-def _still_refused(r: LoadReport) -> Finding:
-    """A rewritten config the release still refuses: only the refusal can be said."""
+def _still_refused(r: LoadReport, rel: EngineRelease, cfg: DraftConfig) -> Finding:
+    """A rewritten config the release still refuses: only the refusal can be said, and which
+    release registers a class for the draft's shape."""
     refusal = r.refusal or Refusal("", "")
+    shape, _ = shape_evidence(cfg, [k.key for k in r.keys])
     return Finding(
         code="UNSUPPORTED_CONFIG",
         severity=Severity.CRITICAL,
         title=f"{r.engine} refuses this config.json: {refusal.message}",
         evidence=("no rewrite of config.json makes this release build the draft",),
-        fix="serve the draft with another engine or release",
+        fix=no_class_fix(rel, shape),
         engine=r.engine,
         source=refusal.source,
         root_cause=True,
+    )
+
+
+def no_class_fix(rel: EngineRelease, shape: Shape) -> str:
+    """Where a draft of this shape can be served, when `rel` has no class for it."""
+    eng = ENGINES[rel.name]
+    if eng.class_for(shape, rel) is not None:
+        return "serve the draft with another engine or release"
+    later = [r for r in all_releases(rel.name) if r.version > rel.version]
+    first = next((r for r in later if eng.class_for(shape, r) is not None), None)
+    if first is None:
+        return (
+            f"{rel.name} registers no class for {shape.words} drafts: serve it with another engine"
+        )
+    name = eng.class_for(shape, first).name
+    return f"{rel} registers no class for {shape.words} drafts: {rel.name} ≥ {first.version} does ({name})"
+
+
+NORM_ONLY = {Shape.LLAMA, Shape.QWEN3}
+
+
+def _class_mismatch(r: LoadReport, rel: EngineRelease, cfg: DraftConfig) -> Finding | None:
+    """A draft of one shape served by a class built for another: its attention tensors have no
+    parameter to load into. The shape comes from the config's fields and the checkpoint's
+    tensors, never from the name that picked the class."""
+    eng = ENGINES[rel.name]
+    built = eng.draft_class(cfg, rel)
+    shape, why = shape_evidence(cfg, [k.key for k in r.keys])
+    if built is None or built.shape is shape or {built.shape, shape} == NORM_ONLY:
+        return None  # a Qwen3 / Llama difference is two per-head norms: the key replay says it
+    want = eng.class_for(shape, rel)
+    arch = cfg.architectures[0] if cfg.architectures else "no architectures"
+    fix = (
+        f"name the class {rel} registers for {shape.words} drafts, {want.name} ({want.source}): "
+        f"python -m kit fix CKPT --engine {rel} writes it"
+        if want is not None
+        else no_class_fix(rel, shape)
+    )
+    return Finding(
+        code="DRAFT_CLASS_MISMATCH",
+        severity=Severity.CRITICAL,
+        title=f"the draft is {shape.words}, but {r.engine} builds {built.name}, its class for "
+        f"{built.shape.words} drafts, for [{arch}]: its layer tensors cannot load",
+        evidence=(
+            *(f"{shape.value} draft: {w}" for w in why),
+            f"[{arch}] -> {built.name} ({built.source})",
+        ),
+        fix=fix,
+        engine=r.engine,
+        source=built.source,
+        root_cause=True,
+        data={"shape": str(shape), "built": built.name, "class": want.name if want else None},
     )
 
 
@@ -164,8 +231,11 @@ def _used_at_init(r: LoadReport) -> list[ParamState]:
     return [p for p in r.params if p.state == State.LEFT_AT_INIT and not p.unused]
 
 
-def _dropped(r: LoadReport, fix: str) -> Finding | None:
-    dropped = r.with_outcome(Outcome.DROPPED)
+def _dropped(r: LoadReport, cfg: DraftConfig, fix: str) -> Finding | None:
+    """Keys dropped without a word; a tied config's head is `TIED_HEAD_DROPPED`'s (no rename
+    brings it back)."""
+    tied = cfg.tie_word_embeddings
+    dropped = [k for k in r.with_outcome(Outcome.DROPPED) if not (tied and "lm_head" in k.key)]
     if not dropped:
         return None
     layer_at_init = [p for p in _used_at_init(r) if _decoder(p.name)]
@@ -239,7 +309,10 @@ def _d2t_missing(
 ) -> Finding | None:
     """No d2t: harmless only when the draft vocab is the target's and the engine's token map
     without d2t is the identity; an absolute map (LMDeploy) stays zeros whatever the vocab."""
-    absolute = ENGINES[rel.name].era(rel).value.token_map is TokenMap.ABSOLUTE
+    token_map = next((p for p in r.params if p.name == "draft_id_to_target_id"), None)
+    absolute = ENGINES[rel.name].era(rel).value.token_map is TokenMap.ABSOLUTE and (
+        token_map is None or token_map.init != Init.IDENTITY
+    )
     has_d2t = any("d2t" in k.key for k in r.keys)
     if has_d2t or fatal or (cfg.effective_draft_vocab >= cfg.vocab_size and not absolute):
         return None
@@ -292,21 +365,36 @@ def _head_missing(r: LoadReport, rel: EngineRelease, cfg: DraftConfig) -> Findin
 
 
 def _tied_head(r: LoadReport, cfg: DraftConfig) -> Finding | None:
+    """A tied config over a trained head: the engine makes the head its embedding (the target's,
+    once the worker shares it) and throws the checkpoint's head away, so the draft's logits no
+    longer come from what it trained. With a reduced draft vocabulary they do not even range
+    over the draft's tokens."""
     tied = [
         k for k in r.keys if "lm_head" in k.key and k.outcome in (Outcome.DROPPED, Outcome.IGNORED)
     ]
     head = next((p for p in r.params if p.name == "lm_head.weight"), None)
     if not (cfg.tie_word_embeddings and tied) or (head and head.state == State.LEFT_AT_INIT):
         return None  # a head nothing fills is LM_HEAD_MISSING: the engine ties nothing
+    reduced = cfg.effective_draft_vocab < cfg.vocab_size
     return Finding(
         code="TIED_HEAD_DROPPED",
-        severity=Severity.WARNING,
-        title="tie_word_embeddings is true: the checkpoint's lm_head is discarded and the "
-        "(target's) embedding is used as the head",
-        evidence=tuple(f"{k.key}: {k.message}" for k in tied),
-        fix="set tie_word_embeddings: false if the head was trained separately",
+        severity=Severity.CRITICAL if reduced else Severity.ERROR,
+        title="tie_word_embeddings is true over a trained lm_head: the checkpoint's head is "
+        "discarded and the (target's) embedding is the head"
+        + (
+            f", whose {cfg.vocab_size} rows are not the draft's {cfg.effective_draft_vocab} tokens"
+            if reduced
+            else ""
+        ),
+        evidence=(
+            *(f"{k.key}: {k.message}" for k in tied),
+            f"draft_vocab_size {cfg.draft_vocab_size}, vocab_size {cfg.vocab_size}",
+        ),
+        fix="set tie_word_embeddings: false so the trained head loads (python -m kit fix CKPT "
+        f"--engine {r.engine} writes it)",
         engine=r.engine,
         source=tied[0].source,
+        root_cause=True,
     )
 
 

@@ -14,6 +14,7 @@ the keys once config.json is rewritten in its own form (`rewritten`, each key's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,13 +64,16 @@ def engine_params(cfg: DraftConfig, release: EngineRelease | str) -> list[ParamS
     return ENGINES[rel.name].engine_params(cfg, rel)
 
 
-def served_config(cfg: DraftConfig, release: EngineRelease) -> tuple[DraftConfig, Refusal | None]:
+def served_config(
+    cfg: DraftConfig, release: EngineRelease, keys: Sequence[str] = ()
+) -> tuple[DraftConfig, Refusal | None]:
     """The config the release serves: `cfg`, or, when it refuses `cfg` as saved, the rewritten
-    form it reads (what `fix --for` writes), with the refusal."""
+    form it reads for a checkpoint with these tensor names (what `fix --for` writes), with the
+    refusal."""
     refusal = ENGINES[release.name].refuses_config(cfg, release)
     if refusal is None:
         return cfg, None
-    raw, _ = ENGINES[release.name].rewritten_config(cfg, release)
+    raw, _ = ENGINES[release.name].rewritten_config(cfg, release, keys)
     return parse_draft_config(raw, cfg.path), refusal
 
 
@@ -95,7 +99,7 @@ def simulate_keys(
         report = _replay(shapes, cfg, rel, suggest_upgrade)
         report.findings = release_findings(rel) + report.findings
         return report
-    raw, changes = ENGINES[rel.name].rewritten_config(cfg, rel)
+    raw, changes = ENGINES[rel.name].rewritten_config(cfg, rel, sorted(shapes))
     rewritten = _replay(shapes, parse_draft_config(raw, cfg.path), rel, suggest_upgrade)
     keys = [
         KeyOutcome(k.key, Outcome.ERROR, message=refusal.message, source=refusal.source,

@@ -38,10 +38,12 @@ from kit.checkpoint.files import Checkpoint, open_checkpoint, read_safetensors_h
 from kit.checkpoint.formats import LAYOUTS, rename_plan
 from kit.checkpoint.header import INDEX_NAME, TensorInfo
 from kit.engines import ENGINES, EngineRelease, parse_engine
+from kit.engines.classes import shape_of
 from kit.engines.vocab import Init, State
 from kit.errors import KitError
 from kit.limits import read_json_file
 from kit.load.atomic import default_mode, fsync_dir, replace_text, temp_beside, write_all
+from kit.load.findings import no_class_fix
 from kit.load.header_fix import fix_in_place
 from kit.load.replay import simulate_keys
 from kit.load.report import LoadReport, ParamState
@@ -104,7 +106,7 @@ def _why(report: LoadReport) -> str:
 def fixed_config(cfg: DraftConfig, ck: Checkpoint, release: EngineRelease) -> tuple[dict, list]:
     """The config.json this release reads (the engine's own form, `rewritten_config`) and what
     changed; a config without `draft_vocab_size` gets the head's row count."""
-    raw, changes = ENGINES[release.name].rewritten_config(cfg, release)
+    raw, changes = ENGINES[release.name].rewritten_config(cfg, release, sorted(ck.tensors))
     if "draft_vocab_size" not in raw and "transformer_layer_config" not in raw:
         head = ck.tensors.get("lm_head.weight")
         raw["draft_vocab_size"] = head.shape[0] if head else cfg.vocab_size
@@ -158,6 +160,10 @@ def _left_note(p: ParamState, engine: str) -> str:
 def plan_fix(ck: Checkpoint, cfg: DraftConfig, release: EngineRelease | str) -> FixPlan:
     """The smallest rename + config change under which every tensor loads in `release`."""
     rel = parse_engine(release) if isinstance(release, str) else release
+    shape = shape_of(cfg, ck.tensors)
+    if ENGINES[rel.name].class_for(shape, rel) is None:
+        raise KitError(f"refusing: the draft is {shape.words}, and {no_class_fix(rel, shape)}",
+                       ck.path)  # fmt: skip
     before = simulate_keys({n: t.shape for n, t in ck.tensors.items()}, cfg, rel)
     raw, changes = fixed_config(cfg, ck, rel)
     cfg_after = parse_draft_config(raw, cfg.path) if changes else cfg

@@ -253,7 +253,7 @@ def load_draft(
 ) -> Eagle3Draft:
     """The draft as the plan's release builds and loads it (dropped tensors left at its init)."""
     opened, release = open_draft(draft, weights=True), plan.wiring.release
-    cfg, _ = served_config(opened.draft_config, release)
+    cfg, _ = served_config(opened.draft_config, release, sorted(opened.checkpoint.tensors))
     module = build_draft(cfg, release.name, release)
     require_local(opened.path)  # every tensor byte: never by range from the Hub
     load_state(module, opened.checkpoint, plan.load, target=target)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kit.checkpoint.config import AFTER_K_LAYERS, DraftConfig, TargetConfig
+from kit.cost import unmeasured
 from kit.engines import ENGINES, EngineRelease, parse_engine, release_findings
 from kit.engines.aux_ids import in_loop, trained_layers, trainer_default
 from kit.engines.vocab import Capture, FcGate, Feed
@@ -178,7 +179,7 @@ def _findings(
         _ids_defaulted(r, cap, draft, given),
         _cuda_graph_layers(r, cap),
     )
-    return [f for f in checks if f is not None]
+    return [unmeasured(f) for f in checks if f is not None]
 
 
 def _trained_width(r: CaptureReport) -> int:

@@ -55,6 +55,7 @@ from kit.engines.vocab import (
     TokenMap,
 )
 from kit.errors import KitError
+from kit.tracing.rotary import rotary
 
 # The release whose module `build_draft` makes when none is named: for SGLang and vLLM one in which
 # every layout loads; LMDeploy's and TensorRT-LLM's module is the same in every release read.
@@ -111,16 +112,6 @@ class Embedding(nn.Embedding):
             super().reset_parameters()
 
 
-def rope(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
-    """Neox-style rotary embedding over the last dim of `x` [..., T, heads, hd]."""
-    hd = x.shape[-1]
-    inv = 1.0 / theta ** (torch.arange(0, hd, 2, device=x.device, dtype=torch.float32) / hd)
-    ang = positions.to(torch.float32)[..., :, None] * inv  # [..., T, hd/2]
-    cos, sin = ang.cos()[..., None, :], ang.sin()[..., None, :]
-    x1, x2 = x[..., : hd // 2].float(), x[..., hd // 2 :].float()
-    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], -1).to(x.dtype)
-
-
 class ChainCache:
     """Keys and values of earlier draft steps, for chain drafting from every row at once.
 
@@ -149,7 +140,7 @@ class Attention(nn.Module):
     def __init__(self, cfg: DraftConfig, specs: dict[str, ParamSpec], p: str, hook_prefix: str):
         super().__init__()
         self.nh, self.nkv, self.hd = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
-        self.theta = cfg.rope_theta
+        self.rotary = rotary(cfg, self.hd)
         qkv = specs[p + "qkv_proj.weight"].shape
         self.qkv_proj = nn.Linear(qkv[1], qkv[0], bias=False)
         bias = p + "o_proj.bias" in specs
@@ -165,7 +156,7 @@ class Attention(nn.Module):
         q, k = q.unflatten(-1, (self.nh, self.hd)), k.unflatten(-1, (self.nkv, self.hd))
         if hasattr(self, "q_norm"):
             q, k = self.q_norm(q), self.k_norm(k)
-        q, k = rope(q, positions, self.theta), rope(k, positions, self.theta)
+        q, k = self.rotary(q, positions), self.rotary(k, positions)
         v = v.unflatten(-1, (self.nkv, self.hd))
         rep = self.nh // self.nkv
         k, v = k.repeat_interleave(rep, -2), v.repeat_interleave(rep, -2)  # [..., T, nh, hd]

@@ -65,6 +65,17 @@ def test_an_accept_len_too_large_for_a_float_is_not_a_figure(tmp_path):
     assert report.runs[0].accept_len.mean == pytest.approx(2.5)  # the huge one read as none
 
 
+def test_a_request_count_too_large_for_a_float_is_an_unread_line(tmp_path):
+    """Found by fuzzing: `#running-req: 9…9` (400 digits) is an int no float holds, and
+    `math.isfinite` of it raised OverflowError out of the SGLang decode reader."""
+    log = tmp_path / "server.log"
+    good = "[2026-01-05 08:00:01 TP0] Decode batch, #running-req: 1, accept len: 2.50, cuda graph: True"
+    log.write_text(good + "\n" + good.replace("req: 1,", "req: " + "9" * 400 + ",") + "\n")
+    run = kit.analyze_logs([log]).runs[0]
+    assert run.accept_len.count == 1 and run.unparsed_lines == 1
+    assert "not a finite figure" in next(iter(run.unparsed_reasons))
+
+
 @pytest.mark.parametrize(
     "header, problem",
     [

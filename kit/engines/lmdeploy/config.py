@@ -15,11 +15,14 @@ writes. Sources are paths inside the wheel's `lmdeploy/`, with the releases they
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from kit.checkpoint.config import DraftConfig, flatten_speculators
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
-from kit.engines.vocab import Honoured, Refusal
+from kit.engines.classes import Shape, shape_of
+from kit.engines.lmdeploy import registry
+from kit.engines.vocab import Honoured, Refusal, untie_trained_head
 
 P = "lmdeploy/pytorch/"
 EAGLE3 = P + "models/llama_eagle3.py"
@@ -49,13 +52,15 @@ UNKNOWN_ARCH: list[Row[str]] = [
         "0.15.0, 0.18.0 " + P + "models/patch.py:196 _get_model_class"),
 ]  # fmt: skip
 
-# The Kimi-K2.5 MLA draft has its own class from 0.18.0; the kit models the Llama draft only.
+# The Kimi-K2.5 MLA draft (0.18.0, registry.CLASSES): built for a kimi_k2 draft config; a
+# DeepSeek model_type meets DeepSeek's builder, which takes MTP drafts only.
 MLA_ARCH = "Eagle3DeepseekV2ForCausalLM"
-MLA_CLASS: list[Row[bool]] = [
-    Row(VersionRange("0.11.0", "0.18.0"), False,
-        P + "models/module_map.py:258 (0.11.0), :296 (0.15.0): Eagle3LlamaForCausalLM only"),
-    Row(VersionRange("0.18.0"), True, "0.18.0 " + P + "models/module_map.py:334-335"),
-]  # fmt: skip
+MLA = P + "models/kimi_k25_eagle3.py"
+MLA_Q_LORA = MLA + ":109-110 (0.18.0)"
+MLA_ONE_LAYER = "0.18.0 " + P + "configurations/kimi_k2.py:70-73; " + MLA + ":274-275"
+MLA_AUX_IDS = MLA + ":33-50 _get_eagle_aux_layer_ids: exactly three distinct ids (0.18.0)"
+MLA_FLAGS = MLA + ":260-271 fc_norm / use_aux_norm, :290 norm_output (0.18.0)"
+MLA_RESIDUAL = MLA + ":205 residual = hidden_states before hidden_norm (0.18.0)"
 
 # Construction (Eagle3LlamaForCausalLM.__init__), identical in every release read.
 ONE_LAYER = EAGLE3 + ":171-172 (0.11.0), :172-173 (0.15.0, 0.18.0)"
@@ -85,22 +90,37 @@ def refuses_config(cfg: DraftConfig, release: EngineRelease) -> Refusal | None:
     if speculators(cfg):
         row = pick(SPECULATORS_REFUSAL, release)
         return Refusal(row.value, row.source)
-    arch = architecture(cfg)
-    if arch == MLA_ARCH and pick(MLA_CLASS, release).value:
-        row = pick(MLA_CLASS, release)
-        return Refusal(
-            f"the kit models LMDeploy's Llama EAGLE-3 draft only, not {arch}", row.source
-        )
-    if arch not in (ARCH, CLASS):
+    cls = registry.built(architecture(cfg), release)
+    if cls is None:
         row = pick(UNKNOWN_ARCH, release)
         shown = cfg.architectures or []
         return Refusal(f"{row.value}: Can not found rewrite for architectures: {shown}", row.source)
+    taken = registry.claimed(cfg.model_type, release)
+    if cls.shape is Shape.MLA:
+        if taken is None or taken[0] != "kimi_k2":  # only Kimi-K2's builder makes the MLA draft
+            msg = taken[1] if taken and taken[1] else "the MLA draft needs model_type kimi_k2"
+            return Refusal(msg, taken[2] if taken else registry.CLASSES[1].source)
+        return None
+    if taken is not None:
+        module, error, source = taken
+        msg = error or (
+            f"the {module} config builder takes model_type {cfg.model_type!r} ahead of Llama's: "
+            f"the draft is not renamed {CLASS}, and the target class it names is built instead"
+        )
+        return Refusal(msg, source)
     return None
+
+
+def is_mla(cfg: DraftConfig, release: EngineRelease) -> bool:
+    cls = registry.built(architecture(cfg), release)
+    return cls is not None and cls.shape is Shape.MLA
 
 
 def constructor_failure(cfg: DraftConfig, release: EngineRelease) -> Refusal | None:
     """The exception `Eagle3LlamaForCausalLM.__init__` raises before any key is read, or None
     (in the order the constructor meets them)."""
+    if is_mla(cfg, release):
+        return _mla_constructor_failure(cfg)
     if cfg.num_hidden_layers != 1:
         return Refusal("ValueError: eagle3 only supports 1 decode layer", ONE_LAYER)
     if "target_hidden_size" in cfg.raw and cfg.raw["target_hidden_size"] is None:
@@ -114,23 +134,60 @@ def constructor_failure(cfg: DraftConfig, release: EngineRelease) -> Refusal | N
     return None
 
 
+def _mla_constructor_failure(cfg: DraftConfig) -> Refusal | None:
+    if cfg.raw.get("q_lora_rank") is None:
+        return Refusal("ValueError: Kimi EAGLE3 MLA requires q_lora_rank", MLA_Q_LORA)
+    if cfg.num_hidden_layers != 1:
+        msg = "ValueError: Kimi-K2 EAGLE3 draft model must contain exactly one layer."
+        return Refusal(msg, MLA_ONE_LAYER)
+    ids = mla_aux_ids(cfg)
+    if len(ids) != 3 or len(set(ids)) != 3:
+        msg = "ValueError: EAGLE3 auxiliary layer ids must contain exactly three unique layer ids"
+        return Refusal(msg, MLA_AUX_IDS)
+    return None
+
+
+def mla_aux_ids(cfg: DraftConfig) -> list[int]:
+    """The ids the MLA draft sizes fc by: eagle_config's, else the top level, else (2, 30, 58)."""
+    ids = cfg.eagle_config.get("eagle_aux_hidden_state_layer_ids")
+    if ids is None:
+        ids = cfg.raw.get("eagle_aux_hidden_state_layer_ids")
+    return [int(i) for i in ids] if ids is not None else [2, 30, 58]
+
+
 def num_aux(cfg: DraftConfig, release: EngineRelease) -> int:
-    """fc's in-width factor: 3 in every release read (FC_WIDTH)."""
-    return 3
+    """fc's in-width factor: 3 for the Llama draft in every release read (FC_WIDTH); the MLA
+    draft's count of ids (three, or its constructor refuses)."""
+    return len(mla_aux_ids(cfg)) if is_mla(cfg, release) else 3
 
 
 def honours(cfg: DraftConfig, release: EngineRelease) -> Honoured:
-    """No trained-behaviour flag is implemented: one plain EAGLE-3 forward for every config."""
-    return Honoured.nothing(NO_FLAGS, RESIDUAL)
+    """The Llama draft implements no trained-behaviour flag: one plain EAGLE-3 forward for every
+    config. The MLA draft runs per-aux fc_norm and norm_output."""
+    if not is_mla(cfg, release):
+        return Honoured.nothing(NO_FLAGS, RESIDUAL)
+    return Honoured(
+        norm_before_fc=False,
+        fc_norm=cfg.fc_norm,
+        norm_output=cfg.norm_output,
+        norm_before_residual=False,
+        sources={"norm_before_fc": MLA + ": no input_norm (0.18.0)", "fc_norm": MLA_FLAGS,
+                 "norm_output": MLA_FLAGS, "norm_before_residual": MLA_RESIDUAL},
+    )  # fmt: skip
 
 
-def rewritten_config(cfg: DraftConfig, release: EngineRelease) -> tuple[dict[str, Any], list[str]]:
+def rewritten_config(
+    cfg: DraftConfig, release: EngineRelease, keys: Sequence[str] = ()
+) -> tuple[dict[str, Any], list[str]]:
     """config.json in the form every release reads, and what changed (empty: already fine).
 
     A speculators config becomes a flat LlamaConfig named `LlamaForCausalLM`, `draft_vocab_size`
     kept; its aux ids stay at top level in their own convention (LMDeploy reads none, the kit
-    keeps them to say what the draft was trained on). A null `target_hidden_size` is dropped:
-    LMDeploy reads it with `getattr`, so null would size fc from None.
+    keeps them to say what the draft was trained on). A flat config names the class this release
+    maps for the draft's shape (`LlamaForCausalLM`, which Llama's builder renames; the MLA draft
+    from 0.18.0). A null `target_hidden_size` is dropped: LMDeploy reads it with `getattr`, so
+    null would size fc from None. A tied config over a trained head is untied: LMDeploy skips the
+    head's tensor and ties nothing (`untie_trained_head`).
     """
     raw = json.loads(json.dumps(cfg.raw))
     changes: list[str] = []
@@ -141,13 +198,32 @@ def rewritten_config(cfg: DraftConfig, release: EngineRelease) -> tuple[dict[str
         changes.append(
             f"speculators config -> flat {ARCH} config (LMDeploy's builder renames it {CLASS})"
         )
-    elif architecture(cfg) not in (ARCH, CLASS, MLA_ARCH):
-        raw["architectures"] = [ARCH]
-        changes.append(
-            f"architectures {cfg.architectures} -> [{ARCH}] (the name LMDeploy's builder "
-            f"renames to {CLASS})"
-        )
+    else:
+        shape = shape_of(cfg, keys)
+        changes += _renamed(raw, cfg, release, shape)
+        taken = registry.claimed(cfg.model_type, release)
+        if shape is Shape.LLAMA and taken is not None:
+            raw["model_type"] = "llama"
+            changes.append(
+                f"model_type {cfg.model_type!r} -> 'llama' (the {taken[0]} config builder takes "
+                "the other ahead of Llama's, which makes the draft an EAGLE-3 one)"
+            )
     if "target_hidden_size" in raw and raw["target_hidden_size"] is None:
         del raw["target_hidden_size"]
         changes.append("target_hidden_size: null dropped (fc is sized from hidden_size)")
-    return raw, changes
+    return raw, changes + untie_trained_head(raw, cfg, keys)
+
+
+def _renamed(raw: dict, cfg: DraftConfig, release: EngineRelease, shape: Shape) -> list[str]:
+    have = registry.built(architecture(cfg), release)
+    want = registry.for_shape(shape, release)
+    if (have is not None and have.shape is shape) or want is None:
+        return []
+    name = registry.spelling(want)
+    raw["architectures"] = [name]
+    why = (
+        f"the name LMDeploy's builder renames to {CLASS}"
+        if want.name == CLASS
+        else f"the class {release} maps for {shape.words} drafts: {want.source}"
+    )
+    return [f"architectures {cfg.architectures} -> [{name}] ({why})"]

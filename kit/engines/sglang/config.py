@@ -10,11 +10,14 @@ when it tells what the keys would do once config.json is rewritten.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from kit.checkpoint.config import AFTER_K_LAYERS, DraftConfig, flatten_speculators
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
-from kit.engines.vocab import Honoured, Refusal
+from kit.engines.classes import Shape, shape_of
+from kit.engines.sglang import registry
+from kit.engines.vocab import Honoured, Refusal, untie_trained_head
 
 W = "sglang/srt/"  # every source path below is inside the wheel's sglang/srt/
 EAGLE3 = W + "models/llama_eagle3.py"
@@ -76,13 +79,16 @@ NULL_VOCAB_HEAD_FROM_TARGET: list[Row[bool]] = [
         EAGLE3 + ":201-207, speculative/eagle_worker.py:149-154 (0.5.3)"),
 ]  # fmt: skip
 
-# The MLA draft class and its constructor.
+# The MLA draft class (registry.CLASSES) and its constructor: one layer, and a q_lora_rank (its
+# fused q/kv down-projection is rebuilt 2H wide from q_lora_rank + kv_lora_rank + rope).
 MLA: list[Row[str | None]] = [
     Row(VersionRange("0.4.4.post2", "0.5.12"), None,
         W + "models/registry.py (no kimi_k25_eagle3.py before 0.5.12)"),
     Row(VersionRange("0.5.12", "0.5.23"), "mla", W + "models/kimi_k25_eagle3.py:377-450 (0.5.12)"),
-    Row(VersionRange("0.5.23"), "mla", W + "models/kimi_k25_eagle3.py:243,428-501 (0.5.23)"),
+    Row(VersionRange("0.5.23"), "mla", W + "models/kimi_k25_eagle3.py:428-501 (0.5.23)"),
 ]  # fmt: skip
+MLA_ONE_LAYER = W + "models/kimi_k25_eagle3.py:207 (0.5.12), :244 (0.5.23)"
+MLA_Q_LORA = W + "models/kimi_k25_eagle3.py:103-106 (0.5.12), :114-117 (0.5.23)"
 
 # A flat config naming a target class (the EAGLE reference trainer writes `LlamaForCausalLM`): no
 # draft rename for it (0.5.10 configs/model_config.py:293-360 renames other architectures only),
@@ -104,8 +110,14 @@ CONFIG_FIX = (
 )
 
 
+def architecture(cfg: DraftConfig) -> str:
+    return cfg.architectures[0] if cfg.architectures else ARCH
+
+
 def is_mla(cfg: DraftConfig) -> bool:
-    return MLA_ARCH in cfg.architectures
+    """Whether the config names the MLA draft class (what SGLang builds goes by the name; the
+    draft's own shape is `kit.engines.classes.shape_of`)."""
+    return architecture(cfg) == MLA_ARCH
 
 
 def refuses_config(cfg: DraftConfig, release: EngineRelease) -> Refusal | None:
@@ -117,22 +129,16 @@ def refuses_config(cfg: DraftConfig, release: EngineRelease) -> Refusal | None:
             f"SGLang has no model class for {found} (transformer_layer_config is not read)",
             NO_SPECULATORS,
         )
-    if is_mla(cfg) and pick(MLA, release).value is None:
-        row = pick(MLA, release)
-        return Refusal(f"Model architectures ['{MLA_ARCH}'] are not supported", row.source)
-    arch = cfg.architectures[0] if cfg.architectures else ARCH
-    if arch not in (ARCH, MLA_ARCH):
-        return _not_a_draft_class(arch, release)
-    return None
+    arch = architecture(cfg)
+    if registry.built(arch, release) is not None:
+        return None
+    if "Eagle3" in arch:  # no such class at all: the registry (or its fallback) refuses it
+        return Refusal(*registry.unregistered(arch, release))
+    return _target_class_as_draft(arch, release)
 
 
-def _not_a_draft_class(arch: str, release: EngineRelease) -> Refusal:
-    """A flat config naming a class SGLang does not register as an EAGLE-3 draft."""
-    if "Eagle3" in arch:  # no such class at all: the registry refuses it
-        return Refusal(
-            f"Model architectures ['{arch}'] are not supported (SGLang's draft is {ARCH})",
-            W + f"models/registry.py: EntryClass [{ARCH}] in models/llama_eagle3.py",
-        )
+def _target_class_as_draft(arch: str, release: EngineRelease) -> Refusal:
+    """A flat config naming a target class, which SGLang builds as the draft."""
     row = pick(TARGET_CLASS_AS_DRAFT, release)
     return Refusal(
         f"SGLang builds its target class {arch} for the draft, which has no {row.value}: "
@@ -143,10 +149,11 @@ def _not_a_draft_class(arch: str, release: EngineRelease) -> Refusal:
 
 def constructor_failure(cfg: DraftConfig, release: EngineRelease) -> Refusal | None:
     """An exception the draft's constructor raises before any key is read, or None."""
+    if is_mla(cfg) and cfg.raw.get("q_lora_rank") is None:
+        msg = "ValueError: Eagle3 MLA layer requires q_lora_rank in the draft config"
+        return Refusal(msg, MLA_Q_LORA)
     if is_mla(cfg) and cfg.num_hidden_layers != 1:
-        return Refusal(
-            "ValueError: Eagle3 MLA draft supports one layer only", pick(MLA, release).source
-        )
+        return Refusal("ValueError: EAGLE3 currently only supports 1 layer", MLA_ONE_LAYER)
     layers = pick(ONE_LAYER_ONLY, release)
     if layers.value and cfg.num_hidden_layers != 1:
         return Refusal("ValueError: EAGLE3 currently only supports 1 layer", layers.source)
@@ -200,21 +207,24 @@ def honours(cfg: DraftConfig, release: EngineRelease) -> Honoured:
     )
 
 
-def rewritten_config(cfg: DraftConfig, release: EngineRelease) -> tuple[dict[str, Any], list[str]]:
+def rewritten_config(
+    cfg: DraftConfig, release: EngineRelease, keys: Sequence[str] = ()
+) -> tuple[dict[str, Any], list[str]]:
     """config.json in the form this release reads, and what changed (empty: already fine).
 
-    A speculators config becomes a flat LlamaConfig with `architectures: [LlamaForCausalLMEagle3]`,
-    `draft_vocab_size` and the norm flags kept, aux ids moved to `eagle_config` in SGLang's
+    A flat config names the class this release registers for the draft's shape (from its config
+    fields and the checkpoint's tensor names `keys`: `LlamaForCausalLMEagle3`, or the MLA draft
+    `Eagle3DeepseekV2ForCausalLM` from 0.5.12). A speculators config becomes a flat LlamaConfig
+    with `draft_vocab_size` and the norm flags kept, aux ids moved to `eagle_config` in SGLang's
     output-of-layer convention (SGLang adds 1 to them before capturing). A null
-    `target_hidden_size` is dropped: SGLang tests `hasattr`, so null would size fc from None.
+    `target_hidden_size` is dropped: SGLang tests `hasattr`, so null would size fc from None. A
+    tied config over a trained head is untied: SGLang ties the head to the embedding it then
+    replaces by the target's, and drops the checkpoint's head (`untie_trained_head`).
     """
     raw = json.loads(json.dumps(cfg.raw))
     if cfg.source != "speculators":
-        arch = (raw.get("architectures") or [ARCH])[0]
-        if arch in (ARCH, MLA_ARCH):
-            return raw, []
-        raw["architectures"] = [ARCH]
-        return raw, [f"architectures [{arch}] -> [{ARCH}] (SGLang's EAGLE-3 draft class)"]
+        changes = _renamed(raw, release, shape_of(cfg, keys))
+        return raw, changes + untie_trained_head(raw, cfg, keys)
     new = flatten_speculators(raw, ARCH)
     changes = [f"architectures -> [{ARCH}], transformer_layer_config flattened to top level"]
     ids = cfg.aux_layer_ids
@@ -226,4 +236,16 @@ def rewritten_config(cfg: DraftConfig, release: EngineRelease) -> tuple[dict[str
             "SGLang adds 1 for Llama-family targets; DeepSeek targets from 0.5.13 add 1 only when "
             "the first id is 1: check with `python -m kit trace`)"
         )
-    return new, changes
+    return new, changes + untie_trained_head(new, cfg, keys)
+
+
+def _renamed(raw: dict, release: EngineRelease, shape: Shape) -> list[str]:
+    """The architecture renamed to the class registered for `shape`, unless the one named is
+    registered for it already (or none is)."""
+    arch = (raw.get("architectures") or [ARCH])[0]
+    have, want = registry.built(arch, release), registry.for_shape(shape, release)
+    if (have is not None and have.shape is shape) or want is None:
+        return []
+    raw["architectures"] = [want.name]
+    return [f"architectures [{arch}] -> [{want.name}] ({release} registers it for "
+            f"{shape.words} drafts: {want.source})"]  # fmt: skip

@@ -134,3 +134,67 @@ KNOWN_ISSUES: tuple[Row[KnownIssue], ...] = (
         "sglang PR #14063",
     ),
 )
+
+# Pipeline parallelism: does every aux state reach the draft (on the last stage)? The target's
+# `set_eagle3_layers_to_capture` returns on every rank but the last, so only the layers the last
+# stage holds are captured; the low and middle defaults (2, n//2) sit on earlier stages.
+PP_AUX_CAPTURE: tuple[Row[bool | None], ...] = (
+    Row(VersionRange("0.4.4.post2", "0.4.7"), None, "no --pp-size before 0.4.7"),
+    Row(
+        VersionRange("0.4.7"),
+        False,
+        "0.4.10 models/llama.py:743-745; 0.5.10 models/llama.py:783-785; 0.5.23 "
+        "models/llama.py:929-931 (returns unless pp_group.is_last_rank); sglang PR #39644 (open)",
+    ),
+)
+
+# Gemma 3/4 targets embed with an unsharded nn.Embedding while the EAGLE-3 draft embeds with a
+# VocabParallelEmbedding: at TP > 1 the draft needs the rank's shard of the target's table.
+GEMMA_EMBED_SHARDED: tuple[Row[bool], ...] = (
+    Row(
+        VersionRange("0.4.4.post2", "0.5.12"),
+        False,
+        'sglang PR #23976 ("When TP>1, eagle3 drafter will get full copy of embedding")',
+    ),
+    Row(
+        VersionRange("0.5.12"),
+        True,
+        "0.5.12 models/gemma3_causal.py:908-928, models/gemma4_causal.py:1105-1125 "
+        "(_shard_weight, get_embed_and_head); sglang PR #23976",
+    ),
+)
+GEMMA_TYPES = ("gemma3", "gemma3_text", "gemma4", "gemma4_text")
+
+# Which flag sets the draft's quantization: the target's --quantization up to 0.5.6; from 0.5.7
+# --speculative-draft-model-quantization, which defaults to --quantization (`unquant` opts out).
+# A draft without its own quantization_config keeps the inherited method.
+DRAFT_QUANTIZATION: tuple[Row[str | None], ...] = (
+    Row(
+        VersionRange("0.4.4.post2", "0.5.7"),
+        None,
+        "0.4.4.post3 managers/tp_worker.py:60-73; 0.5.6 configs/model_config.py:241 (the "
+        "draft's ModelConfig takes server_args.quantization)",
+    ),
+    Row(
+        VersionRange("0.5.7"),
+        "speculative_draft_model_quantization",
+        "0.5.7 server_args.py:771-777; 0.5.23 arg_groups/serving_hook.py:675-709, "
+        "configs/model_config.py:2076-2110; sglang PR #28196, PR #22588, PR #33115",
+    ),
+)
+
+# The draft's KV cache dtype: the target's --kv-cache-dtype, and from 0.5.18 an override for the
+# draft alone (--speculative-draft-kv-cache-dtype, "Default follows --kv-cache-dtype").
+DRAFT_KV_DTYPE: tuple[Row[str | None], ...] = (
+    Row(
+        VersionRange("0.4.4.post2", "0.5.18"),
+        None,
+        "0.5.10 model_executor/model_runner.py:1903-1925 (every runner, the draft's too, takes "
+        "server_args.kv_cache_dtype)",
+    ),
+    Row(
+        VersionRange("0.5.18"),
+        "--speculative-draft-kv-cache-dtype",
+        "0.5.18 server_args.py:2187-2199, model_executor/model_runner.py:1315-1329",
+    ),
+)

@@ -17,11 +17,12 @@ tensorrt_llm==X` writes.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from kit.checkpoint.config import DraftConfig, flatten_speculators
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
-from kit.engines.vocab import Honoured, Refusal
+from kit.engines.vocab import Honoured, Refusal, untie_trained_head
 
 COMMIT = "b35ac1b6"  # NVIDIA/TensorRT-LLM commit read; its version.py says 1.2.0rc2
 SPEC = "tensorrt_llm/_torch/models/modeling_speculative.py"
@@ -122,17 +123,21 @@ def honours(cfg: DraftConfig, release: EngineRelease) -> Honoured:
     return Honoured.nothing(NO_FLAGS, NO_NORM_BEFORE_RESIDUAL)
 
 
-def rewritten_config(cfg: DraftConfig, release: EngineRelease) -> tuple[dict[str, Any], list[str]]:
+def rewritten_config(
+    cfg: DraftConfig, release: EngineRelease, keys: Sequence[str] = ()
+) -> tuple[dict[str, Any], list[str]]:
     """config.json in the form this release reads, and what changed (empty: already fine).
 
     A speculators config becomes a flat LlamaConfig (`draft_vocab_size` kept, a null
     `target_hidden_size` dropped); its aux ids stay at top level, where this release does not
     read them either: the capture is set by `eagle3_layers_to_capture` in the speculative
-    config (output-of-layer ids).
+    config (output-of-layer ids). The class does not follow `architectures`, so no name is
+    rewritten; a tied config over a trained head is untied (a tied head fails to build here,
+    `TIED_HEAD_WITHOUT_EMBED`).
     """
     raw = json.loads(json.dumps(cfg.raw))
     if not speculators(cfg):
-        return raw, []
+        return raw, untie_trained_head(raw, cfg, keys)
     new = flatten_speculators(raw, ARCH)
     changes = [f"speculators config -> flat {ARCH} config with draft_vocab_size"]
     ids = cfg.aux_layer_ids
@@ -143,4 +148,4 @@ def rewritten_config(cfg: DraftConfig, release: EngineRelease) -> tuple[dict[str
             f"eagle3_layers_to_capture={{{', '.join(str(i - 1) for i in ids)}}} in the "
             "speculative config"
         )
-    return new, changes
+    return new, changes + untie_trained_head(new, cfg, keys)

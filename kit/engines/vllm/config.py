@@ -1,24 +1,32 @@
 """How vLLM reads an EAGLE-3 draft's config.json: what it refuses, what it builds, what it honours.
 
-A config with `speculators_model_type` is translated by vLLM's speculators support (from 0.10.0):
-`transformer_layer_config` becomes the draft config and `update_eagle3` copies a release-dependent
-set of fields. Any other config must name a registered architecture (`LlamaForCausalLM` in every
-release; the SpecForge / ModelOpt `LlamaForCausalLMEagle3` from 0.11.0). `rewritten_config` is the
-form a release reads, which `python -m kit fix --for vllm==X` writes.
+A config with `speculators_model_type` is translated by vLLM's speculators support (from
+0.10.1.1): `transformer_layer_config` becomes the draft config and `update_eagle3` copies a
+release-dependent set of fields. Any other config must name an architecture the release
+registers as a draft, after its rename (`kit.engines.vllm.registry`: `LlamaForCausalLM` in every
+release, the SpecForge / ModelOpt `LlamaForCausalLMEagle3` from 0.10.2, the MLA draft
+`Eagle3DeepseekV2ForCausalLM` from 0.18.0, …). `rewritten_config` is the form a release reads,
+naming the class it registers for the draft's shape, which `python -m kit fix --for vllm==X`
+writes.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from kit.checkpoint.config import DraftConfig, flatten_speculators
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
+from kit.engines.classes import Shape, shape_of
+from kit.engines.vllm import registry
+from kit.engines.vllm.registry import QWEN3_CLASS
 from kit.engines.vocab import Honoured, Refusal
 
 M = "vllm/model_executor/models/"
 EAGLE3 = M + "llama_eagle3.py"
 ALGOS = "vllm/transformers_utils/configs/speculators/algos.py"
+MLA_DRAFT = M + "deepseek_eagle3.py"
 
 # Speculators configs (`speculators_model_type`) are understood from 0.10.
 SPECULATORS_CONFIG: list[Row[bool]] = [
@@ -26,14 +34,6 @@ SPECULATORS_CONFIG: list[Row[bool]] = [
         "vllm/transformers_utils/configs/: no speculators package (0.9.2, 0.10.0)"),
     Row(VersionRange("0.10.1.1"), True,
         "vllm/transformers_utils/configs/speculators/base.py (0.10.1.1)"),
-]  # fmt: skip
-
-# `LlamaForCausalLMEagle3` (SpecForge / ModelOpt) is registered from 0.11.0; 0.9.2 also prefixes
-# `Eagle3` to any name that does not start with it.
-EAGLE3_SUFFIX_ARCH: list[Row[bool]] = [
-    Row(VersionRange("0.9.2", "0.11.0"), False,
-        M + "registry.py: only Eagle3LlamaForCausalLM (0.9.2, 0.10.1.1)"),
-    Row(VersionRange("0.11.0"), True, M + "registry.py: LlamaForCausalLMEagle3 registered (0.11.0)"),
 ]  # fmt: skip
 
 # Draft decoder layers built: exactly one until 0.11.0, num_hidden_layers from 0.11.1 (PR #26164).
@@ -76,6 +76,27 @@ USE_AUX_SWITCH: list[Row[bool]] = [
 ]  # fmt: skip
 NORM_BEFORE_RESIDUAL = EAGLE3 + ":69-72 getattr(config, 'norm_before_residual') (0.11.1)"
 
+# The MLA draft (Eagle3DeepseekV2ForCausalLM, from 0.18.0): no input_norm in any release; fc_norm
+# built from 0.22.0 but run by combine_hidden_states only from 0.24.0; norm_output from 0.22.0.
+MLA_NO_INPUT_NORM = MLA_DRAFT + " (0.18.0 … 0.33.0: no input_norm, norm_before_fc not read)"
+MLA_FC_NORM_BUILT: list[Row[bool]] = [
+    Row(VersionRange("0.9.2", "0.22.0"), False, MLA_DRAFT + " (0.18.0, 0.19.0: no fc_norm)"),
+    Row(VersionRange("0.22.0"), True, MLA_DRAFT + ":225-234 fc_norm ModuleList (0.22.0)"),
+]
+MLA_FC_NORM_RUN: list[Row[bool]] = [
+    Row(VersionRange("0.9.2", "0.24.0"), False,
+        MLA_DRAFT + ":405-410 combine_hidden_states returns fc(h), fc_norm unused (0.22.0)"),
+    Row(VersionRange("0.24.0"), True, MLA_DRAFT + " combine_hidden_states fc_norm per chunk "
+        ":393 (0.24.0), :357-367 (0.33.0)"),
+]  # fmt: skip
+MLA_NORM_OUTPUT: list[Row[bool]] = [
+    Row(VersionRange("0.9.2", "0.22.0"), False, MLA_DRAFT + " returns the pre-norm hidden (0.18.0)"),
+    Row(VersionRange("0.22.0"), True, MLA_DRAFT + ":236,267-268 norm_output (0.22.0)"),
+]  # fmt: skip
+MLA_NORM_BEFORE_RESIDUAL = (
+    MLA_DRAFT + ":116-117 (0.18.0), :101-102 (0.33.0) getattr(config, 'norm_before_residual')"
+)
+
 # Which speculators fields `update_eagle3` copies into the draft config.
 COPIES_NORM_BEFORE_FC: list[Row[bool]] = [
     Row(VersionRange("0.9.2", "0.19.0"), False, ALGOS + " update_eagle3 (0.18.0; vllm PR #38111)"),
@@ -89,16 +110,11 @@ COPIES_POST_NORM_FLAGS: list[Row[bool]] = [
 ]  # fmt: skip
 DEFAULT_NORM_BEFORE_RESIDUAL = ALGOS + ':33 config_dict.get("norm_before_residual", True) (0.11.1)'
 
-# Qwen3 drafts get their own class (q_norm / k_norm) from 0.24; before they are forced into Llama.
-QWEN3_CLASS: list[Row[bool]] = [
-    Row(VersionRange("0.9.2", "0.24.0"), False,
-        ALGOS + ':34 architectures = ["Eagle3LlamaForCausalLM"] (0.11.1)'),
-    Row(VersionRange("0.24.0"), True, ALGOS + " {llama, qwen3} architecture map (0.24.0)"),
-]  # fmt: skip
-
 CONFIG_FIX = (
-    "rewrite config.json architectures to LlamaForCausalLM (the EAGLE-official spelling every "
-    "release accepts) or use vLLM ≥ 0.11.0 (python -m kit fix CKPT --engine vllm==X)"
+    "rewrite config.json architectures to the class this release registers for the draft's shape "
+    "(LlamaForCausalLM, the EAGLE-official spelling every release accepts, for a Llama-style "
+    "draft; Eagle3DeepseekV2ForCausalLM for an MLA draft, from 0.18.0): python -m kit fix CKPT "
+    "--engine vllm==X"
 )
 SPECULATORS_FIX = (
     "use vLLM ≥ 0.10.0, or rewrite config.json to a flat LlamaForCausalLM config "
@@ -120,15 +136,19 @@ def refuses_config(cfg: DraftConfig, release: EngineRelease) -> Refusal | None:
             )
         return None
     arch = cfg.architectures[0] if cfg.architectures else ""
-    row = pick(EAGLE3_SUFFIX_ARCH, release)
-    if arch.endswith("Eagle3") and not row.value:
-        shown = arch if release.at_least("0.10.0") else "Eagle3" + arch
-        return Refusal(f"Model architectures ['{shown}'] are not supported", row.source)
-    if arch.startswith("Eagle3Deepseek"):
-        return Refusal(
-            f"the kit models vLLM's Llama EAGLE-3 draft only, not {arch}", M + "registry.py"
-        )
+    if registry.built(arch, release) is None:
+        return Refusal(*registry.unregistered(arch, release))
     return None
+
+
+def built_shape(cfg: DraftConfig, release: EngineRelease) -> Shape:
+    """The shape of the draft module this release builds for the config (the Llama draft when it
+    refuses the config: nothing is built then)."""
+    if speculators(cfg):
+        qwen3 = cfg.model_type == "qwen3" and pick(QWEN3_CLASS, release).value
+        return Shape.QWEN3 if qwen3 else Shape.LLAMA
+    cls = registry.built(cfg.architectures[0] if cfg.architectures else "", release)
+    return cls.shape if cls else Shape.LLAMA
 
 
 def constructor_failure(cfg: DraftConfig, release: EngineRelease) -> Refusal | None:
@@ -160,12 +180,18 @@ def num_layers(cfg: DraftConfig, release: EngineRelease) -> int:
 
 
 def is_qwen3(cfg: DraftConfig, release: EngineRelease) -> bool:
-    return cfg.model_type == "qwen3" and pick(QWEN3_CLASS, release).value
+    return built_shape(cfg, release) is Shape.QWEN3
+
+
+def is_mla(cfg: DraftConfig, release: EngineRelease) -> bool:
+    return built_shape(cfg, release) is Shape.MLA
 
 
 def honours(cfg: DraftConfig, release: EngineRelease) -> Honoured:
     """Which trained behaviours this release implements for this config, as it reads the config:
     a speculators flag that `update_eagle3` does not copy is as good as unset."""
+    if is_mla(cfg, release):
+        return _mla_honours(cfg, release)
     spec = speculators(cfg)
     inorm, fcn, out = pick(INPUT_NORM, release), pick(FC_NORM, release), pick(NORM_OUTPUT, release)
     copies_nbf, copies_fcn = (
@@ -189,8 +215,29 @@ def honours(cfg: DraftConfig, release: EngineRelease) -> Honoured:
     )
 
 
-def rewritten_config(cfg: DraftConfig, release: EngineRelease) -> tuple[dict[str, Any], list[str]]:
-    """config.json in the form this release reads, and what changed (empty: already fine)."""
+def _mla_honours(cfg: DraftConfig, release: EngineRelease) -> Honoured:
+    fcn, out = pick(MLA_FC_NORM_RUN, release), pick(MLA_NORM_OUTPUT, release)
+    return Honoured(
+        norm_before_fc=False,
+        fc_norm=cfg.fc_norm and fcn.value,
+        norm_output=cfg.norm_output and out.value,
+        norm_before_residual=cfg.norm_before_residual,
+        sources={
+            "norm_before_fc": MLA_NO_INPUT_NORM,
+            "fc_norm": fcn.source,
+            "norm_output": out.source,
+            "norm_before_residual": MLA_NORM_BEFORE_RESIDUAL,
+        },
+    )
+
+
+def rewritten_config(
+    cfg: DraftConfig, release: EngineRelease, keys: Sequence[str] = ()
+) -> tuple[dict[str, Any], list[str]]:
+    """config.json in the form this release reads, and what changed (empty: already fine). A
+    flat config is renamed to the class the release registers for the draft's shape (from its
+    config and the checkpoint's tensor names `keys`) when the name it has is not registered, or
+    registered for another shape."""
     raw = json.loads(json.dumps(cfg.raw))
     ids = cfg.aux_layer_ids
     if speculators(cfg):
@@ -200,13 +247,7 @@ def rewritten_config(cfg: DraftConfig, release: EngineRelease) -> tuple[dict[str
         if ids:
             new["eagle_aux_hidden_state_layer_ids"] = ids  # same convention: states after k
         return new, ["speculators config -> flat LlamaForCausalLM config (read by every release)"]
-    changes = []
-    arch = (raw.get("architectures") or [""])[0]
-    if arch.endswith("Eagle3") and not pick(EAGLE3_SUFFIX_ARCH, release).value:
-        raw["architectures"] = ["LlamaForCausalLM"]
-        changes.append(
-            f"architectures [{arch}] -> [LlamaForCausalLM] (registered in every release)"
-        )
+    changes = _renamed(raw, cfg, release, shape_of(cfg, keys))
     if ids and cfg.aux_ids_location == "eagle_config" and release.at_least("0.11.1"):
         after_k = [i + 1 for i in ids]
         raw["eagle_aux_hidden_state_layer_ids"] = after_k
@@ -215,3 +256,20 @@ def rewritten_config(cfg: DraftConfig, release: EngineRelease) -> tuple[dict[str
             f"eagle_aux_hidden_state_layer_ids {after_k} (vLLM reads them verbatim)"
         )
     return raw, changes
+
+
+# the spelling written for a class: vLLM's own Llama name is what EAGLE's `LlamaForCausalLM`
+# becomes in every release, and the EAGLE spelling is read by the other engines too
+SPELLING = {"Eagle3LlamaForCausalLM": "LlamaForCausalLM"}
+
+
+def _renamed(raw: dict, cfg: DraftConfig, release: EngineRelease, shape: Shape) -> list[str]:
+    arch = (raw.get("architectures") or [""])[0]
+    have = registry.built(arch, release)
+    want = registry.for_shape(shape, release)
+    if (have is not None and have.shape is shape) or want is None:
+        return []
+    name = SPELLING.get(want.name, want.name)
+    raw["architectures"] = [name]
+    return [f"architectures [{arch}] -> [{name}] ({release} registers {want.name} for "
+            f"{shape.words} drafts: {want.source})"]  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kit.engines.aux_ids import aux_flag_key
 from kit.engines.base import EngineRelease, Row, VersionRange, pick
-from kit.engines.vllm.config import honours
+from kit.engines.vllm.config import MLA_DRAFT, honours, is_mla
 from kit.engines.vllm.params import D2T_ALWAYS
 from kit.engines.vocab import KeyOutcome, LoadContext, Outcome, Refusal, stacked
 
@@ -68,6 +68,8 @@ SHAPE_CHECK = (
 
 def resolve_key(key: str, ctx: LoadContext) -> KeyOutcome:
     """What this release's loader does with one checkpoint key."""
+    if is_mla(ctx.cfg, ctx.release):
+        return _resolve_mla(key, ctx)
     cfg, rel = ctx.cfg, ctx.release
     name = key
     if "t2d" in name:
@@ -114,6 +116,73 @@ def _unknown(key: str, name: str, ctx: LoadContext) -> KeyOutcome:
         return KeyOutcome(key, Outcome.ERROR, message=f"KeyError: '{name}'", source=row.source)
     msg = f"ValueError: There is no module or parameter named '{name}'"
     return KeyOutcome(key, Outcome.ERROR, message=msg, source=row.source)
+
+
+# The MLA draft's loader (deepseek_eagle3.py): the outer `Eagle3DeepseekV2ForCausalLM.load_weights`
+# drops t2d, renames d2t, prefixes `model.` to all but lm_head and hands the rest to an
+# AutoWeightsLoader, whose `model` child maps midlayer. to layers.0. and stacks gate/up and
+# q_a_proj / kv_a_proj_with_mqa into fused_qkv_a_proj. That inner loader is a hand loop until
+# 0.24 (a name without a parameter is skipped without a word; a stacked one raises KeyError), an
+# AutoWeightsLoader with a WeightsMapper from 0.25 (ValueError, `.bias` ignored).
+MLA_LOAD = (
+    MLA_DRAFT + " Eagle3DeepseekV2ForCausalLM.load_weights + DeepseekV2Eagle3Model.load_weights"
+)
+MLA_UNKNOWN: list[Row[str]] = [
+    Row(VersionRange("0.9.2", "0.25.0"), "skipped",
+        MLA_DRAFT + ":291 `if name not in params_dict: continue` (0.18.0; 0.22.0 :315, "
+        "0.24.0 :303); stacked names params_dict[name]: KeyError"),
+    Row(VersionRange("0.25.0"), "ValueError",
+        MLA_DRAFT + ":271-283 AutoWeightsLoader(self) with hf_to_vllm_mapper (0.25.0; 0.33.0 "
+        ":259-271); " + M + "utils.py AutoWeightsLoader._load_module (0.32.0 :443)"),
+]  # fmt: skip
+MLA_STACKED = ((".gate_up_proj", ".gate_proj", 0), (".gate_up_proj", ".up_proj", 1),
+               (".fused_qkv_a_proj", ".q_a_proj", 0),
+               (".fused_qkv_a_proj", ".kv_a_proj_with_mqa", 1))  # fmt: skip
+
+
+def _resolve_mla(key: str, ctx: LoadContext) -> KeyOutcome:
+    if "t2d" in key:
+        return KeyOutcome(key, Outcome.IGNORED, message="t2d is dropped by the loader",
+                          source=MLA_LOAD)  # fmt: skip
+    if "d2t" in key:
+        name = key.replace("d2t", "draft_id_to_target_id")
+        if name in ctx.params:
+            msg = "loaded as draft_id_to_target_id"
+            return KeyOutcome(key, Outcome.CONSUMED, name, None, msg, MLA_LOAD)
+        return _mla_unknown(key, name, ctx)
+    name = key if "lm_head" in key else "model." + key
+    name = name.replace("midlayer.", "layers.0.")
+    row = pick(MLA_UNKNOWN, ctx.release)
+    for fused, shard, sid in MLA_STACKED:
+        if shard in name:
+            target = name.replace(shard, fused)
+            if target in ctx.params:
+                return KeyOutcome(key, Outcome.LOADED, target, sid, source=MLA_LOAD)
+            if row.value == "skipped":
+                return KeyOutcome(key, Outcome.ERROR, message=f"KeyError: '{target}'",
+                                  source=row.source)  # fmt: skip
+            return _mla_unknown(key, target, ctx)
+    if name in ctx.params:
+        return KeyOutcome(key, Outcome.LOADED, name, source=MLA_LOAD)
+    if row.value == "skipped" and name.startswith("model."):
+        msg = f"no parameter {name}: skipped by the inner loader"
+        return KeyOutcome(key, Outcome.DROPPED, message=msg, source=row.source)
+    return _mla_unknown(key, name, ctx)
+
+
+MLA_OUTER = (
+    M + "utils.py AutoWeightsLoader._load_module (0.18.0 :327, 0.24.0 :341, 0.32.0 :443): the "
+    "MLA draft's outer loader is an AutoWeightsLoader in every release that has it"
+)
+
+
+def _mla_unknown(key: str, name: str, ctx: LoadContext) -> KeyOutcome:
+    bias = pick(IGNORE_UNEXPECTED_BIAS, ctx.release)
+    if bias.value and name.endswith(".bias"):
+        msg = f"{name}: unexpected .bias ignored"
+        return KeyOutcome(key, Outcome.IGNORED, message=msg, source=bias.source)
+    msg = f"ValueError: There is no module or parameter named '{name}'"
+    return KeyOutcome(key, Outcome.ERROR, message=msg, source=MLA_OUTER)
 
 
 def from_target(ctx: LoadContext) -> dict[str, tuple[str, str]]:

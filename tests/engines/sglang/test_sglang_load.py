@@ -171,18 +171,25 @@ def test_eagle_official_config_names_the_target_class(engine, missing):
     assert report.refusal is not None and f"no {missing}:" in report.refusal.message
     assert {k.outcome for k in report.keys} == {"error"}
     assert report.findings[0].code == "UNSUPPORTED_CONFIG"
-    assert report.config_changes == [
-        "architectures [LlamaForCausalLM] -> [LlamaForCausalLMEagle3] (SGLang's EAGLE-3 draft class)"
-    ]
+    [change] = report.config_changes
+    assert change.startswith("architectures [LlamaForCausalLM] -> [LlamaForCausalLMEagle3] (")
+    assert "models/llama_eagle3.py:196 EntryClass" in change  # the registry's own line
     fixed = report.rewritten
     assert fixed.loads_cleanly and not fixed.with_outcome("dropped_silently")
     qkv = [p for p in fixed.params if p.name.endswith("self_attn.qkv_proj.weight")]
     assert [p.state for p in qkv] == ["loaded"]
 
 
-def test_unknown_eagle3_class_is_refused_by_the_registry(tmp_path):
+@pytest.mark.parametrize(
+    ("engine", "said"),
+    [("sglang==0.4.6.post1", "Model architectures ['Eagle3LlamaForCausalLM'] are not supported"),
+     ("sglang==0.5.10", "Cannot find model module. 'Eagle3LlamaForCausalLM' is not a registered")],
+)  # fmt: skip
+def test_unknown_eagle3_class_is_refused_by_the_registry(tmp_path, engine, said):
     """vLLM's draft name `Eagle3LlamaForCausalLM` is no SGLang class (models/registry.py: the
-    only EAGLE-3 EntryClass is `LlamaForCausalLMEagle3`, models/llama_eagle3.py:290 in 0.5.10)."""
+    only EAGLE-3 EntryClass is `LlamaForCausalLMEagle3`, models/llama_eagle3.py:290 in 0.5.10).
+    Up to 0.4.6.post1 the registry says so (models/registry.py:33); from 0.4.7 its Transformers
+    fallback does, finding no such class (0.5.10 model_loader/utils.py:151)."""
     src = DATA / "layouts" / "eagle-official"
     folder = tmp_path / "draft"
     folder.mkdir()
@@ -191,10 +198,8 @@ def test_unknown_eagle3_class_is_refused_by_the_registry(tmp_path):
     }
     (folder / "config.json").write_text(json.dumps(raw))
     (folder / "pytorch_model.bin").symlink_to(src / "pytorch_model.bin")
-    report = sim(folder, "sglang==0.5.10")
-    assert (
-        "Model architectures ['Eagle3LlamaForCausalLM'] are not supported" in report.refusal.message
-    )
+    report = sim(folder, engine)
+    assert said in report.refusal.message
     assert report.rewritten.loads_cleanly
 
 

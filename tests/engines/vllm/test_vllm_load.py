@@ -65,15 +65,17 @@ def test_embed_sharing_by_release():
     assert own.state == "loaded" and own.loaded_from == ["embed_tokens.weight"]
 
 
-def test_specforge_arch_needs_0_11(tmp_path):
-    """`LlamaForCausalLMEagle3` is registered from 0.11.0 (`models/registry.py`); 0.9.2 even
-    prefixes it to `Eagle3LlamaForCausalLMEagle3` (0.9.2
-    `transformers_utils/configs/eagle.py:59-63`)."""
+def test_specforge_arch_needs_0_10_2(tmp_path):
+    """`LlamaForCausalLMEagle3` is registered from 0.10.2 (0.10.2 `models/registry.py:283`;
+    0.10.1.1 `:265` has it commented out); 0.9.2 even prefixes it to
+    `Eagle3LlamaForCausalLMEagle3` (0.9.2 `transformers_utils/configs/eagle.py:59-63`)."""
     folder = write(tmp_path / "sf", keys_of(), FLAT)
     r092 = sim(folder, "vllm==0.9.2")
     f = next(f for f in r092.findings if f.code == "UNSUPPORTED_CONFIG")
     assert "Eagle3LlamaForCausalLMEagle3" in f.title
-    assert sim(folder, "vllm==0.10.2").refusal is not None
+    assert "LlamaForCausalLMEagle3" in sim(folder, "vllm==0.10.1.1").refusal.message
+    r0102 = sim(folder, "vllm==0.10.2")
+    assert r0102.refusal is None and not r0102.crashed
     r011 = sim(folder, "vllm==0.11.0")
     assert r011.refusal is None and not r011.crashed
     q = r011.outcome("midlayer.self_attn.q_proj.weight")
