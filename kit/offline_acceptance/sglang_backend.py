@@ -405,7 +405,7 @@ def greedy_on_cpu_finding(release: str, temperature: float) -> Finding | None:
     if temperature == 0:
         return None
     return Finding(
-        code=CPU_SAMPLING_UNRELIABLE,
+        code="ENGINE_CPU_SAMPLING_UNRELIABLE",  # vllm_backend.CPU_SAMPLING_UNRELIABLE's code
         severity=Severity.ERROR,
         title=f"{release} verifies greedily on a host without CUDA, whatever the temperature",
         evidence=(
