@@ -336,7 +336,7 @@ def _descendants(pid: int) -> set[int]:
 
 
 EXCEPTION_LINE = re.compile(r"^(?:\[[^\]]*\] )?([A-Za-z_][\w.]*(?:Error|Exception)): (.*)$")
-SCHEDULER_FAILED = "hit an exception"  # 0.5.10 managers/scheduler.py: "Scheduler hit an exception"
+SCHEDULER_FAILED = "hit an exception"  # 0.5.10 managers/scheduler.py:3620
 
 
 def startup_crash(log: Path) -> EngineCrash:

@@ -52,8 +52,9 @@ class StandIn:
 STANDINS: tuple[Row[StandIn], ...] = (
     Row(VersionRange("0.5.10"), StandIn("sgl_kernel", process=kernels.install),
         "0.5.10, 0.5.11, 0.5.12 mem_cache/memory_pool_host.py:46-47 import sgl_kernel.kvcacheio "
-        "at module level on a CPU; 0.5.23 mem_cache/memory_pool_host.py:44-45 the same, and "
-        "kernels/ops/speculative/spec_tree.py:39-43 its CPU tree kernels"),
+        "at module level on a CPU; 0.5.23 its CPU kernels (kernels/ops/speculative/"
+        "spec_tree.py:39-43, cache_locs.py:27-31, eagle.py:9-10, kernels/ops/kvcache/"
+        "cache_move.py:9-10, mem_cache/allocation.py:45-46)"),
     Row(VersionRange("0.5.10", "0.5.23"),
         StandIn("torchvision.io.decode_jpeg", "sglang.srt.utils.common",
                 around=modules.lazy_torchvision),
@@ -81,8 +82,8 @@ STANDINS: tuple[Row[StandIn], ...] = (
         "speculative/eagle_info.py:695-725"),
     Row(VersionRange("0.5.10", "0.5.23"),
         StandIn("EAGLE tree kernels", "sglang.srt.speculative.eagle_utils", verify.tree_kernels),
-        "0.5.10 speculative/eagle_utils.py:13-16,143,161-199; 0.5.11 and 0.5.12 :14-17,138,"
-        "161-200"),
+        "0.5.10 speculative/eagle_utils.py:13-16,137,161-199; 0.5.11 and 0.5.12 :14-17,138,"
+        "162-202"),
 )  # fmt: skip
 
 

@@ -42,7 +42,7 @@ def _not_on_cpu(name: str) -> Callable[..., Any]:
 
 
 def build_tree_kernel_efficient_cpu(*args: Any) -> None:
-    """sglang 0.5.23 kernels/ops/speculative/spec_tree.py:39-41 (positional, as :411 calls it)."""
+    """sglang 0.5.23 kernels/ops/speculative/spec_tree.py:39-42 (positional, as :412 calls it)."""
     tree.build_tree(*args)
 
 
@@ -50,8 +50,8 @@ def verify_tree_greedy_cpu(
     predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
     retrive_next_sibling, target_predict,
 ) -> None:  # fmt: skip
-    """sglang 0.5.23 spec_tree.py:42-43, called by keyword with sgl-kernel's `retrive_*` names
-    (:496-506)."""
+    """sglang 0.5.23 spec_tree.py:43, called by keyword with sgl-kernel's `retrive_*` names
+    (:510-520)."""
     tree.verify_greedy(
         predicts, accept_index, accept_token_num, candidates, retrive_index, retrive_next_token,
         retrive_next_sibling, target_predict,
@@ -69,10 +69,10 @@ CPU_KERNELS = (
 
 
 def copy_all_layer_kv_cache_cpu(data_ptrs, strides, tgt_loc, src_loc) -> None:  # type: ignore[no-untyped-def]
-    """sglang 0.5.23 kernels/ops/kvcache/cache_move.py:181-190: row `src_loc[i]` of every KV
+    """sglang 0.5.23 kernels/ops/kvcache/cache_move.py:190-197: row `src_loc[i]` of every KV
     buffer (its address in `data_ptrs`, its row size in bytes in `strides`) copied onto row
     `tgt_loc[i]`, every source read before any row is written, as the Triton kernel of the
-    same file (:146-175) reads a tile's rows before it stores them."""
+    same file (:146-178) reads a tile's rows before it stores them."""
     import ctypes
 
     src, tgt = src_loc.tolist(), tgt_loc.tolist()
@@ -134,7 +134,7 @@ def assign_draft_cache_locs_contiguous_cpu(  # type: ignore[no-untyped-def]
 
 
 def fill_bonus_tokens_cpu(accept_tokens, accept_lens, bonus_tokens, accept_stride):  # type: ignore[no-untyped-def]
-    """0.5.23 kernels/ops/speculative/eagle.py:34-41; the Triton launch of :43-48."""
+    """0.5.23 kernels/ops/speculative/eagle.py:39-46; the Triton launch of :47-52."""
     bs = accept_lens.shape[0]
     _kernel(EAGLE, "fill_bonus_tokens")[(bs,)](
         accept_tokens, accept_lens, bonus_tokens, accept_stride
@@ -142,7 +142,7 @@ def fill_bonus_tokens_cpu(accept_tokens, accept_lens, bonus_tokens, accept_strid
 
 
 def fill_accept_out_cache_loc_cpu(accept_index, out_cache_loc, accept_out_cache_loc):  # type: ignore[no-untyped-def]
-    """0.5.23 kernels/ops/speculative/eagle.py:72-78; the Triton launch of :80-85."""
+    """0.5.23 kernels/ops/speculative/eagle.py:79-85; the Triton launch of :86-91."""
     size = accept_index.numel()
     _kernel(EAGLE, "fill_accept_out_cache_loc")[(size,)](
         accept_index, out_cache_loc, accept_out_cache_loc, _pow2(size)

@@ -3,7 +3,7 @@
 `build_tree` lays out the verify batch (tree mask, positions, the links verification walks);
 `verify_greedy` walks it against the target's greedy tokens. Both follow sgl-kernel's
 `build_tree_efficient` / `VerifyTreeGreedy` step by step, as SGLang's own Triton port of them
-does (sglang 0.5.23 `kernels/ops/speculative/spec_tree.py:53-182` and `:185-298`), one request
+does (sglang 0.5.23 `kernels/ops/speculative/spec_tree.py:52-208` and `:210-315`), one request
 at a time in Python: a batch holds a few requests of a few draft tokens each.
 """
 

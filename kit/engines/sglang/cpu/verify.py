@@ -10,9 +10,9 @@ from kit.engines.sglang.cpu import tree
 
 def tree_kernels(module: ModuleType) -> None:
     """`build_tree_kernel_efficient` calls `sgl_build_tree_kernel_efficient`, imported only under
-    CUDA/HIP (sglang 0.5.10 speculative/eagle_utils.py:13-16, called at :143: a NameError on a
+    CUDA/HIP (sglang 0.5.10 speculative/eagle_utils.py:13-16, called at :137: a NameError on a
     CPU; 0.5.11 and 0.5.12 :14-17, :138), and `verify_tree_greedy_func` has no CPU branch: it
-    returns its `torch.empty` buffers unwritten (0.5.10 :161-199, 0.5.11 and 0.5.12 :161-200).
+    returns its `torch.empty` buffers unwritten (0.5.10 :161-199, 0.5.11 and 0.5.12 :162-202).
     Left alone where the module has a device of its own."""
     if any(getattr(module, f"_is_{d}", False) for d in ("cuda", "hip", "npu", "musa")):
         return
