@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-engine test-browser fuzz lint format lab bench data clean check-core incident
+.PHONY: demo test test-engine sglang-venvs incident-sglang test-browser fuzz lint format lab bench data clean check-core incident
 
 # The package with every extra, editable, resolved together with requirements.txt: its pins are
 # the lock of this venv (torch's CPU build among them); pyproject.toml's ranges are what a user's
@@ -36,11 +36,48 @@ $(VLLM_STAMP): requirements-vllm.txt
 	$(VLLM_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(VLLM_STAMP)
 
+# Real SGLang beside it (README "The real engine"): one venv with sglang 0.5.10 over what its CPU
+# path imports (requirements-sglang.txt; the kit's stand-ins in place of its CUDA kernels), and
+# one small venv per other release: that wheel alone, --no-deps, in front of the first venv's
+# packages (a .pth file adds them), with what the release pins beyond them.
+SGLANG_VENV ?= .venv-sglang
+SGLANG_STAMP := $(SGLANG_VENV)/.installed
+SGLANG_BASE := 0.5.10
+SGLANG_OVERLAYS := 0.5.11 0.5.12 0.5.23
+SGLANG_PINS_0.5.23 := transformers==5.19.0 tokenizers==0.23.2 apache-tvm-ffi==0.1.11 xgrammar==0.2.7 \
+	openai==2.8.0
+SGLANG_STAMPS := $(SGLANG_STAMP) $(foreach v,$(SGLANG_OVERLAYS),$(SGLANG_VENV)-$(v)/.installed)
+SGLANG_PYTHONS := $(subst $() ,:,$(abspath $(SGLANG_VENV)/bin/python \
+	$(foreach v,$(SGLANG_OVERLAYS),$(SGLANG_VENV)-$(v)/bin/python)))
+
+$(SGLANG_STAMP): requirements-sglang.txt
+	$(PYTHON) -m venv $(SGLANG_VENV)
+	$(SGLANG_VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements-sglang.txt
+	$(SGLANG_VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps \
+		sglang==$(SGLANG_BASE) -e .
+	touch $(SGLANG_STAMP)
+
+$(SGLANG_VENV)-%/.installed: $(SGLANG_STAMP)
+	$(PYTHON) -m venv $(SGLANG_VENV)-$*
+	base=$$($(SGLANG_VENV)/bin/python -c 'import site; print(site.getsitepackages()[0])') && \
+	here=$$($(SGLANG_VENV)-$*/bin/python -c 'import site; print(site.getsitepackages()[0])') && \
+	echo "import site; site.addsitedir('$$base')" > $$here/zz-sglang-base.pth
+	$(SGLANG_VENV)-$*/bin/pip install --quiet --disable-pip-version-check --no-deps \
+		sglang==$* $(SGLANG_PINS_$*)
+	touch $@
+
+sglang-venvs: $(SGLANG_STAMPS)
+
+# The incident on real SGLang 0.5.10 on this CPU (README "The real engine"): SGLang's own line,
+# the kit's verdict on it, the engine after the fixes; runs/incident-sglang/incident.json
+incident-sglang: $(SGLANG_STAMP)
+	$(SGLANG_VENV)/bin/python -m kit.offline_acceptance.sglang_incident --out runs/incident-sglang
+
 # its own --basetemp: pytest prunes the shared default one while the engines still write there
-test-engine: $(VLLM_STAMP)
+test-engine: $(VLLM_STAMP) $(SGLANG_STAMPS)
 	mkdir -p runs  # pytest creates --basetemp itself, not its parent
-	$(VLLM_VENV)/bin/python -m pytest -q -rxXf -p no:cacheprovider --basetemp=runs/test-engine \
-		tests_engine
+	SGLANG_PYTHON=$(SGLANG_PYTHONS) $(VLLM_VENV)/bin/python -m pytest -q -rxXf -p no:cacheprovider \
+		--durations=0 --basetemp=runs/test-engine tests_engine
 
 # JupyterLab driven in a real browser (tests_browser/): `make lab`'s server, headless chromium
 # through playwright (requirements-browser.txt, into this venv; playwright's own browser download

@@ -147,9 +147,10 @@ def offline(
     (its load and its capture for the target class; `aux_capture=False`: given off), judged
     against healthy. `options`: k, prompts, temperature, top_p, seed, prompt_format, device …
 
-    `backend="vllm"`: the same prompts and settings measured in the installed vLLM
-    (`tensor_parallel_size`, `engine_dtype`, `engine_log` options); the row is the engine's,
-    its first finding says whether it agrees with the kit's prediction for that release."""
+    `backend="vllm"` or `"sglang"`: the same prompts and settings measured in the installed
+    engine (`tensor_parallel_size`, `engine_dtype`, `engine_log` options; SGLang serves on
+    127.0.0.1, on a CPU with the kit's stand-ins); the row is the engine's, its first finding
+    says whether it agrees with the kit's prediction for that release."""
     from kit.checkpoint.hub import require_local, resolve
     from kit.offline_acceptance import as_deployed, healthy
 
@@ -171,11 +172,13 @@ def offline(
 def _engine_row(target, draft, engine, backend, aux_capture, target_class, options):
     from kit.errors import KitError
 
-    if backend != "vllm":
-        raise KitError(f"unknown backend {backend!r}: the one backend is vllm")
-    from kit.offline_acceptance.vllm_backend import rows_in_vllm
-
-    rows = rows_in_vllm(
+    if backend == "vllm":
+        from kit.offline_acceptance.vllm_backend import rows_in_vllm as rows_in
+    elif backend == "sglang":
+        from kit.offline_acceptance.sglang_backend import rows_in_sglang as rows_in
+    else:
+        raise KitError(f"unknown backend {backend!r}: vllm or sglang")
+    rows = rows_in(
         target, draft, engine, aux_capture=aux_capture, target_class=target_class, **options
     )
     return rows[-1]

@@ -81,12 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     real = parser.add_argument_group("the real engine")
     real.add_argument(
         "--backend",
-        choices=["vllm"],
-        help="measure in the installed engine too (in-process vllm.LLM): its own counters beside "
-        "the kit's prediction for that release",
+        choices=["vllm", "sglang"],
+        help="measure in the installed engine too (vllm: in-process vllm.LLM; sglang: its server "
+        "on 127.0.0.1, on a CPU with the kit's stand-ins): its own counters beside the kit's "
+        "prediction for that release",
     )
     real.add_argument(
-        "--tensor-parallel-size", type=positive_int, default=1, help="GPUs for the target (vllm)"
+        "--tensor-parallel-size", type=positive_int, default=1, help="GPUs for the target"
     )
     real.add_argument(
         "--engine-dtype",
@@ -159,12 +160,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _backend(args: argparse.Namespace, options: dict, prompts: list) -> int:
     """Healthy, the kit's prediction for the installed engine, and the engine's own figures."""
-    from kit.offline_acceptance.vllm_backend import installed_release, rows_in_vllm
+    if args.backend == "sglang":
+        from kit.offline_acceptance.sglang_backend import installed_release, rows_in_sglang
 
+        rows_in = rows_in_sglang
+    else:
+        from kit.offline_acceptance.vllm_backend import installed_release, rows_in_vllm
+
+        rows_in = rows_in_vllm
     if args.matrix or args.aux_layers or args.no_d2t:
         raise KitError(BACKEND_RUNS_THE_DRAFT)
-    installed_release()  # one line and exit 2 before any work when vLLM is not importable
-    rows = rows_in_vllm(
+    installed_release()  # one line and exit 2 before any work when the engine is not there
+    rows = rows_in(
         args.target,
         args.draft,
         args.engine,

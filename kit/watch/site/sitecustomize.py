@@ -23,7 +23,10 @@ def _kit_watch() -> None:
 
 
 def _next_sitecustomize() -> None:
-    rest = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    """The next one on sys.path after this folder: another sitecustomize doing the same never
+    hands back to this one, whichever of the two comes first."""
+    here = [i for i, p in enumerate(sys.path) if os.path.abspath(p or ".") == _HERE]
+    rest = sys.path[here[-1] + 1 :] if here else sys.path
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
     if spec is not None and spec.loader is not None:
         module = importlib.util.module_from_spec(spec)
