@@ -304,6 +304,95 @@ def test_the_lines_sampling_is_the_sampled_runs():
     assert runs == {"greedy": {}, "temperature 0.6": {"temperature": 0.6, "top_p": 1.0, "seed": 0}}
 
 
+INCIDENT = ROOT / "data" / "incident" / "launch.sh"
+
+
+def _sg(line, release: str = "sglang==0.5.10", cuda: bool = False):
+    from kit.engine_check import sglang as sglang_plan
+
+    return sglang_plan.plan(parse_engine(release), line, cuda=cuda, k=5)
+
+
+def test_the_incidents_sglang_line_on_a_cpu_host():
+    p = _sg(INCIDENT)
+    seen = _status(p)
+    assert p.k == 4 and p.engine == "sglang"  # --speculative-num-steps 4, topk 1, 5 tokens
+    for flag in ("--speculative-algorithm", "--speculative-eagle-topk",
+                 "--speculative-num-draft-tokens"):  # fmt: skip
+        assert seen[flag][0] is Status.APPLIED, flag
+    assert seen["--tp-size"][0] is Status.DROPPED and seen["--host"][0] is Status.DROPPED
+    assert seen["--disable-cuda-graph"][0] is Status.DROPPED  # the CPU path has none anyway
+    assert p.engine_args["flags"] == {} and p.engine_args["radix_cache"] is True
+    assert {"prefix_caching", "overlap", "no_cuda"} <= p.facts and "spec_v2" not in p.facts
+    assert p.launch == str(INCIDENT)
+
+
+def test_an_sglang_tree_or_a_miscounted_root_is_dropped_and_named():
+    line = ("python -m sglang.launch_server --model-path /m --speculative-algorithm EAGLE3 "
+            "--speculative-draft-model-path /d --speculative-num-steps 4 "
+            "--speculative-eagle-topk 4 --speculative-num-draft-tokens 24")  # fmt: skip
+    seen = _status(_sg(line))
+    assert seen["--speculative-eagle-topk"] == (Status.DROPPED, "the kit predicts chains (topk "
+                                                "1): a tree is not compared")  # fmt: skip
+    assert seen["--speculative-num-draft-tokens"][0] is Status.DROPPED
+
+
+def test_sglang_settings_a_defect_needs_but_the_pair_cannot_run_are_unchecked():
+    line = ("SGLANG_ENABLE_SPEC_V2=1 python -m sglang.launch_server --model-path /m "
+            "--speculative-algorithm EAGLE3 --speculative-draft-model-path /d "
+            "--enable-dp-attention --dp-size 2 "
+            "--disaggregation-mode decode")  # fmt: skip
+    p = _sg(line, "sglang==0.5.6", cuda=True)
+    seen = _status(p)
+    assert seen["--enable-dp-attention"][1] == sglang_one_device()
+    assert "dp_attention" in p.line_facts and "dp_attention" not in p.facts
+    assert "disaggregation" in p.line_facts
+    check = EngineCheck("python", "sglang", "sglang==0.5.6", "sglang", True, p, 200, [])
+    check.findings = findings(check)
+    unchecked = {f.data["defect"]: f.evidence[0] for f in check.findings if f.code == UNCHECKED}
+    assert unchecked["sglang-dp-attention-draft-extend"] == "not run here: dp_attention"
+    assert "prefill/decode split" in unchecked["sglang-pd-disaggregation"]
+
+
+def sglang_one_device() -> str:
+    from kit.engine_check.sglang import ONE_DEVICE
+
+    return ONE_DEVICE
+
+
+def test_sglang_bisect_leaves_out_each_flag_and_switches_off_the_defaults():
+    line = ("SGLANG_ENABLE_SPEC_V2=1 python -m sglang.launch_server --model-path /m "
+            "--speculative-algorithm EAGLE3 --speculative-draft-model-path /d "
+            "--chunked-prefill-size 64")  # fmt: skip
+    from kit.engine_check.sglang import bisect_steps, server_args
+
+    p = _sg(line)
+    assert server_args(p) == ["--chunked-prefill-size", "64"] and "spec_v2" in p.facts
+    steps = dict(bisect_steps(p, cuda=False))
+    assert set(steps) == {"without --chunked-prefill-size", "without SGLANG_ENABLE_SPEC_V2",
+                          "with --disable-radix-cache", "with --disable-overlap-schedule"}  # fmt: skip
+    assert server_args(steps["without --chunked-prefill-size"]) == []
+    assert "spec_v2" not in steps["without SGLANG_ENABLE_SPEC_V2"].facts
+    assert "prefix_caching" not in steps["with --disable-radix-cache"].facts
+    assert "overlap" not in steps["with --disable-overlap-schedule"].facts
+
+
+def test_a_release_that_refuses_the_bundled_draft_gets_it_as_kit_fix_writes_it(tmp_path):
+    from kit.engine_check.check import bundled_pair, served_draft
+    from kit.load.replay import simulate_load
+
+    _, draft, _ = bundled_pair()
+    plan = _sg(None)
+    fixed, noted = served_draft(draft, parse_engine("sglang==0.5.10"), plan, tmp_path)
+    assert fixed != draft and noted.settings[-1].name == "the bundled draft"
+    opened = __import__("kit").checkpoint.draft.open_draft(fixed, weights=True)
+    assert simulate_load(
+        opened.checkpoint, opened.draft_config, parse_engine("sglang==0.5.10")
+    ).loads_cleanly
+    same, unchanged = served_draft(draft, parse_engine(VLLM), plan, tmp_path)
+    assert same == draft and unchanged is plan
+
+
 # -- the verdict ----------------------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ defect, and (with `bisect`) isolated to one setting by reruns without each.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 import time
@@ -13,10 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kit.engine_check import vllm
+from kit.engine_check import sglang, vllm
 from kit.engine_check.deviation import deviation
 from kit.engine_check.hypotheses import explain
-from kit.engine_check.plan import RunPlan
+from kit.engine_check.plan import RunPlan, Setting, Status
 from kit.engine_check.predict import Predictor, measured_result, prompts_key
 from kit.engine_check.report import BisectStep, EngineCheck, RunCheck
 from kit.engine_check.runner import EngineRun, probe, run_engine
@@ -25,7 +26,7 @@ from kit.engines import parse_engine, release_findings
 from kit.errors import KitError
 
 DEFAULT_TEMPERATURE = 0.7  # the sampled run, unless the launch line sets the server's default
-PLANNERS = {"vllm": vllm}
+PLANNERS = {"vllm": vllm, "sglang": sglang}
 
 
 def bundled_pair() -> tuple[Path, Path, Path]:
@@ -66,8 +67,9 @@ def engine_check(
     installed = probe(python)
     wanted = engine or (_launch_engine(launch) if launch is not None else None)
     name, release_text, distribution = installed.engine(wanted)
-    if name not in PLANNERS:
-        raise KitError(f"the engine check runs vLLM here; {release_text} is not wired in yet")
+    if setup and name != "vllm":
+        raise KitError(f"--setup runs inside vLLM's engine process; {name}'s server runs in "
+                       "processes of its own")  # fmt: skip
     release = parse_engine(release_text)
     target, draft, prompts_file = bundled_pair()
     planner = PLANNERS[name]
@@ -75,6 +77,7 @@ def engine_check(
                         speculative=speculative_config)  # fmt: skip
     runs = run_options(temperatures, top_p, seed, planner.sampling(launch, release))
     out = Path(workdir or tempfile.mkdtemp(prefix="eagle3-engine-check-"))
+    draft, plan = served_draft(draft, release, plan, out)
     common = {"python": python, "target": target, "draft": draft, "prompts": prompts_file,
               "num_prompts": num_prompts, "seed": seed, "setup": tuple(setup)}  # fmt: skip
     ran = run_engine(plan, runs=runs, out=out / "engine", **common)
@@ -87,6 +90,7 @@ def engine_check(
         if ran.crash is not None:  # it started, and failed in one run: the runs before it stand
             check.failed[ran.crash["stage"]] = ran.crash_text
         predictor = _predictor(target, draft, release_text, prompts_file, num_prompts, plan, seed)
+        predictor.counted_as = planner.counting(release)
         check.prompts = len(predictor.prompts)
         t1 = time.perf_counter()
         check.runs = [_compare(predictor, n, o, ran) for n, o in runs.items() if n in ran.runs]
@@ -104,6 +108,30 @@ def engine_check(
     check.verdict = verdict_line(check)
     check.seconds["total"] = round(time.perf_counter() - t0, 1)
     return check
+
+
+def served_draft(draft: Path, release: Any, plan: RunPlan, out: Path) -> tuple[Path, RunPlan]:
+    """The bundled draft as the release serves it: as shipped where it loads as saved, else as
+    `kit fix --engine RELEASE` writes it (SGLang before 0.5.12 refuses its speculators config),
+    for the engine and the kit's prediction alike; said in the plan either way."""
+    from kit.checkpoint.draft import open_draft
+    from kit.load.replay import simulate_load
+    from kit.load.rewrite import plan_fix, write_fixed
+
+    opened = open_draft(draft, weights=True)
+    loaded = simulate_load(opened.checkpoint, opened.draft_config, release)
+    if loaded.loads_cleanly:
+        return draft, plan
+    fix = plan_fix(opened.checkpoint, opened.draft_config, release)
+    folder = out / f"draft-{release}"
+    shutil.rmtree(folder, ignore_errors=True)  # the check's own, from an earlier run
+    fixed = write_fixed(opened.checkpoint, fix, folder)
+    why = f"{release} does not load it as shipped: {loaded.findings[0].title}" if loaded.findings \
+        else f"{release} does not load it as shipped"  # fmt: skip
+    note = Setting(
+        "the bundled draft", f"as kit fix --engine {release} writes it", Status.CHECK, why
+    )
+    return fixed, replace(plan, settings=(*plan.settings, note))
 
 
 def _launch_engine(launch: str | Path) -> str:

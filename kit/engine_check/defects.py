@@ -126,6 +126,22 @@ KNOWN_DEFECTS: dict[str, tuple[Row[Defect], ...]] = {
             unchecked=TEXT_TARGET,
         )),
         Row(
+            VersionRange("0.5.10"),
+            Defect(
+                key="sglang-greedy-verify-without-cuda",
+                title="without CUDA the tree-sampling kernel is missing and verification falls "
+                "back to greedy, whatever the request's temperature",
+                signature=Signature.SAMPLED_ONLY,
+                when=("no_cuda", "sampled"),
+                reported="a sampled request's acceptance is the greedy one (the engine logs "
+                "'Falling back to greedy verification')",
+                fixed_in=None,
+                fix="measure sampled acceptance on a GPU; this host's greedy figures stand",
+            ),
+            "sglang 0.5.10 speculative/spec_utils.py:49 (TREE_SPEC_KERNEL_AVAILABLE = _is_cuda), "
+            "eagle_info.py:305-312; 0.5.12 spec_utils.py:50-52, eagle_info.py:323-329",
+        ),
+        Row(
             VersionRange("0.4.4.post2"),
             Defect(
                 key="sglang-pd-disaggregation",

@@ -26,6 +26,7 @@ class Predictor:
     release: str
     prompts: list[Prompt]
     options: dict[str, Any] = field(default_factory=dict)
+    counted_as: str | None = None  # whose stop counting (default: the release's)
     _loaded: tuple[Any, Any, Any] | None = None
 
     def _load(self) -> tuple[Any, Any, Any]:
@@ -48,7 +49,8 @@ class Predictor:
         from kit.offline_acceptance.measure import evaluate
 
         model, opened, config = self._load()
-        options = {**self.options, **run, "count_as": self.release, "progress": False}
+        options = {**self.options, **run, "progress": False}
+        options["count_as"] = self.counted_as or self.release
         if "k" in what_if:
             options["k"] = what_if.pop("k")
         return evaluate(

@@ -257,6 +257,12 @@ def bisect_steps(p: RunPlan, cuda: bool) -> list[tuple[str, RunPlan]]:
     return steps
 
 
+def counting(release: EngineRelease) -> str:
+    """The release whose stop counting the kit's prediction follows: the installed one (its
+    per-request histogram counts as its counters do)."""
+    return str(release)
+
+
 def sampling(launch: str | Path | None, release: EngineRelease) -> dict[str, float]:
     """The sampled run's temperature and top-p from the line's `--override-generation-config`
     (the server's default sampling), when it sets them."""

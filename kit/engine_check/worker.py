@@ -40,44 +40,68 @@ def run_setup(hooks: list[str]) -> None:
 
 
 def vllm_runs(spec: dict[str, Any], out: dict[str, Any], progress: Callable[[], None]) -> None:
-    from kit.checkpoint.config import load_target_config
-    from kit.offline_acceptance.prompts import load_prompts
-    from kit.offline_acceptance.vllm_backend import (
-        EngineCrash,
-        EngineSettings,
-        installed_distribution,
-        installed_release,
-        measure,
-        start,
-    )
+    from kit.offline_acceptance import vllm_backend as backend
 
-    out["release"] = installed_release()
-    out["distribution"] = (installed_distribution() or ("vllm", ""))[0]
-    vocab = load_target_config(spec["target"]).vocab_size
-    prompts = load_prompts(spec["prompts"], vocab)[: spec.get("num_prompts") or None]
+    out["release"] = backend.installed_release()
+    out["distribution"] = (backend.installed_distribution() or ("vllm", ""))[0]
     args = dict(spec["engine_args"])
-    settings = EngineSettings(
+    settings = backend.EngineSettings(
         engine_dtype=args.pop("dtype", "auto"), engine_log=spec["log"], engine_args=args
     )
+    _runs(spec, out, progress, backend, settings)
+
+
+def sglang_runs(spec: dict[str, Any], out: dict[str, Any], progress: Callable[[], None]) -> None:
+    """SGLang's own server (`offline --backend sglang`'s driver), started from this Python."""
+    from kit.offline_acceptance import sglang_backend as backend
+
+    out["release"], _ = backend.probe(sys.executable)
+    out["distribution"] = "sglang"
+    args = spec["engine_args"]
+    settings = backend.EngineSettings(
+        python=sys.executable, engine_dtype=args.get("dtype", "auto"), engine_log=spec["log"],
+        extra_args=tuple(w for words in args["flags"].values() for w in words),
+        radix_cache=bool(args.get("radix_cache")),
+    )  # fmt: skip
+    _runs(spec, out, progress, backend, settings)
+    for run in out["runs"].values():  # the request's own histogram, past the stop too
+        for c in run["per_prompt"]:  # (`kit.engine_check.sglang.REQUEST_COUNTING`)
+            c["accepted"] = sum(c["per_position"])
+
+
+def _runs(spec: dict[str, Any], out: dict[str, Any], progress: Callable[[], None], backend: Any,
+          settings: Any) -> None:  # fmt: skip
+    """One engine start, every run of the spec in it; the engine's exception is the crash."""
+    from kit.checkpoint.config import load_target_config
+    from kit.offline_acceptance.prompts import load_prompts
+
+    vocab = load_target_config(spec["target"]).vocab_size
+    prompts = load_prompts(spec["prompts"], vocab)[: spec.get("num_prompts") or None]
     t0 = time.perf_counter()
     progress()
     try:
-        with start(spec["target"], spec["draft"], spec["k"], spec["seed"], settings) as engine:
+        with backend.start(spec["target"], spec["draft"], spec["k"], spec["seed"], settings) as e:
             out["seconds"]["start"] = round(time.perf_counter() - t0, 2)
             for name, options in spec["runs"].items():
                 out["stage"] = name
                 progress()
-                r = measure(engine, spec["target"], prompts, None, k=spec["k"], **options)
+                r = backend.measure(e, spec["target"], prompts, None, k=spec["k"], **options)
                 out["runs"][name] = {
                     "key": r.prompts_key,
                     "per_prompt": [asdict(c) for c in r.per_prompt],
                 }
                 out["seconds"][name] = r.resources["seconds"]
-    except EngineCrash as e:
-        out["crash"] = {"kind": e.kind, "message": e.message, "stage": "start-up"}
-    except Exception as e:
-        message = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        out["crash"] = {"kind": type(e).__name__, "message": message, "stage": out["stage"]}
+    except backend.EngineCrash as crash:
+        out["crash"] = {"kind": crash.kind, "message": crash.message, "stage": "start-up"}
+    except Exception as crash:
+        text = str(crash).strip()
+        kind, message = type(crash).__name__, text.splitlines()[0] if text else ""
+        server = getattr(backend, "startup_crash", None)  # a server's own log names its cause
+        if server is not None:  # (a dropped connection is only the client's symptom)
+            found = server(Path(spec["log"]))
+            if found.kind != "EngineExit":
+                kind, message = found.kind, found.message
+        out["crash"] = {"kind": kind, "message": message, "stage": out["stage"]}
 
 
 def cuda_available() -> bool:
@@ -89,7 +113,7 @@ def cuda_available() -> bool:
         return False
 
 
-RUNNERS = {"vllm": vllm_runs}
+RUNNERS = {"vllm": vllm_runs, "sglang": sglang_runs}
 
 
 def main(spec_path: str, out_path: str) -> None:

@@ -76,6 +76,7 @@ class EngineSettings:
     engine_dtype: str = "float32"
     engine_log: str | Path | None = None
     extra_args: tuple[str, ...] = ()  # more server arguments, as `launch_server` takes them
+    radix_cache: bool = False  # the release's default prefix cache (the engine check runs it)
     watch_report: str | Path | None = None  # serve under `kit watch`, its report here
 
     def __post_init__(self) -> None:
@@ -138,8 +139,9 @@ def server_command(
         "--speculative-num-draft-tokens", str(k + 1), "--dtype", settings.engine_dtype,
         "--tp-size", str(settings.tensor_parallel_size), "--random-seed", str(seed),
         "--host", "127.0.0.1", "--port", str(port), "--skip-server-warmup",
-        "--disable-radix-cache",  # every prompt computed in full, as the kit does
     ]  # fmt: skip
+    if not settings.radix_cache:
+        cmd.append("--disable-radix-cache")  # every prompt computed in full, as the kit does
     if cpu:  # a small KV pool and batch on a CPU host; the default sizes the pool from what the
         # host's RAM had free before and after the weights loaded, which another process that
         # allocates in between turns negative ("Not enough memory")
