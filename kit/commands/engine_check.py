@@ -1,7 +1,7 @@
 """`python -m kit engine-check`: is the installed engine build drafting right?
 
-The installed vLLM (this Python, or `--engine-python`) runs the bundled pair with the settings of
-`--launch` that apply to it; its own counters are set beside the kit's prediction for exactly
+The installed vLLM or SGLang (this Python, or `--engine-python`) runs the bundled pair with the
+settings of `--launch` that apply to it; its own counters are set beside the kit's prediction for exactly
 that release and those settings. The verdict: "the engine drafts as expected", or a finding per
 departure (a known defect with its source and fixed release, else an unexplained engine-side
 loss), located in the chain. The JSON report (`--report`) is evidence for `doctor --engine-check`
@@ -16,9 +16,9 @@ from pathlib import Path
 from kit.commands._common import add_fail_on, gate, non_negative_float, positive_int
 
 HELP = (
-    "Run the installed engine (vLLM) on the bundled pair with your launch flags and compare its "
-    "own counters with the kit's prediction for that release: the first thing to run after an "
-    "engine upgrade or a flag change."
+    "Run the installed engine (vLLM or SGLang) on the bundled pair with your launch flags and "
+    "compare its own counters with the kit's prediction for that release: the first thing to "
+    "run after an engine upgrade or a flag change."
 )
 DEFAULT_REPORT = "engine-check.json"
 
@@ -165,6 +165,10 @@ def table(check) -> list[str]:
                                                               strict=True))  # fmt: skip
         lines.append(f"{r.name:16} {m.accept_len:>7.3f} {m.accept_len_ci!s:>14} "
                      f"{p.accept_len:>7.3f} {p.accept_len_ci!s:>14}  {pos}")  # fmt: skip
+        if r.release is not None:  # the release runs a defect the kit models: its prediction too
+            q = r.release
+            said = f"as {check.release} runs it"
+            lines.append(f"{'':16} {'':>22} {q.accept_len:>7.3f} {q.accept_len_ci!s:>14}  {said}")
         if r.departs:
             lines.append(f"{'':16} departs: {r.deviation.where()}")
     return lines

@@ -10,6 +10,7 @@ engine's. Read in this order:
   check.py       `engine_check`: plan, engine run, kit prediction, comparison, bisect, findings
   plan.py        the settings that ran (applied, dropped with the reason, set by the check)
   vllm.py        a vLLM launch line as `vllm.LLM` arguments; the reruns a bisect tries
+  sglang.py      an SGLang launch line as server arguments; the reruns a bisect tries
   runner.py      which engine a Python has; one engine start in a process of its own
   worker.py      the engine side, run in the engine's Python
   predict.py     the kit's prediction on the same prompts and settings, and its what-ifs
@@ -46,9 +47,10 @@ def engine_check(
     setup: tuple[str, ...] = (),
     workdir: str | Path | None = None,
 ) -> EngineCheck:
-    """The installed engine (vLLM; found in `engine_python`, default this Python) on the bundled
-    pair with `launch`'s settings (or a `speculative_config`'s), against the kit's prediction for that release: a verdict and
-    findings (`kit.engine_check.check.engine_check` has the details)."""
+    """The installed engine (vLLM or SGLang, in `engine_python`, default this Python) on the
+    bundled pair with `launch`'s settings (or a `speculative_config`'s), against the kit's
+    prediction for that release: a verdict and findings (`kit.engine_check.check.engine_check`
+    has the details)."""
     from kit.engine_check.check import engine_check as run
 
     return run(engine_python=engine_python, engine=engine, launch=launch,
