@@ -12,8 +12,10 @@ dict), `table:TITLE` (list of row dicts), `fig:TITLE` (a plotly figure).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
+from kit.report import real_engine
 from kit.report.html import (
     cause_html,
     escape,
@@ -23,6 +25,7 @@ from kit.report.html import (
     prose,
     table_html,
 )
+from kit.report.notebook import ROOT
 from kit.report.runs import Run, Status, StepResult
 
 if TYPE_CHECKING:
@@ -48,6 +51,7 @@ ABOUT = {
     "target on CPU, and what each fault found above costs it.",
 }
 
+ACCEPT_FIELDS = re.compile(r"accept len: [0-9.]+, accept rate: [0-9.]+")
 STATUS_MARKS = {Status.OK: "✅", Status.FAILED: "❌", Status.SKIPPED: "⏭️"}
 
 
@@ -261,6 +265,62 @@ def engine_check_html(run: Run) -> str:
     )
 
 
+def real_engine_html(run: Run) -> str:
+    """Where a running engine showed this verdict's causes (or a healthy pair's figure), and the
+    command that shows it again; the incident served on real SGLang, with its figures when this
+    clone has run it."""
+    codes = [f.code for f in run.findings if f.root_cause]
+    rows = [
+        {
+            "finding": key,
+            "engine": seen.releases,
+            "what the engine showed": seen.showed,
+            "to see it again": seen.command,
+        }
+        for key, seen in real_engine.seen_for(codes, run.verdict.healthy)
+    ]
+    engine = str(run.release.get("release") or run.inputs.get("engine") or "")
+    incident = incident_html() if real_engine.incident_applies(codes, engine) else ""
+    if not rows and not incident:
+        return ""
+    table = (
+        "<p>The kit's real-engine suite served the bundled pair with the same fault and the "
+        "engine's own log; <code>doctor</code> named it. From a clone of the kit "
+        f"(<code>{real_engine.SUITE}</code> runs them all):</p>{table_html(rows)}"
+        if rows
+        else ""
+    )
+    return f'<section class="card"><h2>Seen on the real engine</h2>{incident}{table}</section>'
+
+
+def incident_html() -> str:
+    """The incident on real SGLang 0.5.10: its figures if this clone ran it, else the command."""
+    command = f"<code>{real_engine.INCIDENT_COMMAND}</code>"
+    result = real_engine.incident_result(ROOT)
+    if result is None:
+        return (
+            f"<p>{command} serves the incident's draft on real SGLang 0.5.10 on a CPU: the "
+            "engine's own <code>accept len: 1.00, accept rate: 0.20</code>, the kit's verdict on "
+            "that log, then the engine after <code>kit fix</code> and with aux capture on.</p>"
+        )
+    runs = result["runs"]
+    lines = runs.get("incident", {}).get("decode_lines") or [""]
+    said = ACCEPT_FIELDS.search(lines[-1])
+    verdict = ", ".join(f["code"] for f in result.get("verdict", []))
+    after = "".join(
+        f"<li>{escape(name)}: accept length {r['accept_len']:.2f}</li>"
+        for name, r in runs.items()
+        if name != "incident"
+    )
+    return (
+        f"<p>{command} served the incident's draft on real {escape(result['engine'])} "
+        f"({escape(result['device'])}); recorded in <code>{real_engine.INCIDENT_JSON}</code>:</p>"
+        f"<ul><li>the engine's own decode line: <code>{escape(said[0] if said else lines[-1])}"
+        f"</code></li><li>the kit's verdict on that draft and log: {escape(verdict)}</li>"
+        f"{after}</ul>"
+    )
+
+
 def render(run: Run) -> str:
     """The whole postmortem page."""
     failed = sum(s.status == Status.FAILED for s in run.steps)
@@ -273,6 +333,7 @@ def render(run: Run) -> str:
         f"{verdict_html(run)}"
         f"{observed_html(run)}"
         f"{engine_check_html(run)}"
+        f"{real_engine_html(run)}"
         f'<section class="card"><h2>What ran</h2>{status_html(run)}</section>'
         + "".join(step_html(s) for s in run.steps)
         + runs_html(run)
