@@ -138,7 +138,7 @@ def _speculative(text: str | None) -> dict | None:
 
 
 def _print(check, report: Path) -> None:
-    from kit.report.console import make_console, print_findings, quiet
+    from kit.report.console import make_console, print_findings, print_wrapped, quiet
 
     console = make_console()
     if not quiet():
@@ -149,11 +149,11 @@ def _print(check, report: Path) -> None:
         for line in table(check):
             console.print(line, markup=False)
         for s in check.plan.settings:
-            console.print(f"  {s}", markup=False)
+            print_wrapped(console, str(s), "  ", "      ")
     print_findings(console, check.findings, "Findings")
     if not quiet():
         seconds = ", ".join(f"{k} {v:g} s" for k, v in check.seconds.items())
-        console.print(f"report: {report}; engine log: {check.log}; {seconds}", markup=False)
+        print_wrapped(console, f"report: {report}; engine log: {check.log}; {seconds}", "", "  ")
 
 
 def table(check) -> list[str]:
