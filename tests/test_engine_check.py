@@ -459,6 +459,19 @@ def test_a_release_that_runs_its_known_defect_is_named_beside_the_fixed_release(
     assert UNEXPLAINED in [f.code for f in fixed.findings]
 
 
+def test_a_run_another_defect_explains_is_named_as_that_defect():
+    """SGLang 0.5.10 on a CPU: greedy departs as its late positions; a sampled run that departs
+    too does not show the same thing, and its finding says which defect the greedy run is."""
+    rel = "sglang==0.5.10"
+    late = result(chains(LATE, seed=3), release=rel)
+    greedy = _run("greedy", chains(LATE, seed=3), rel=rel, release=late)
+    sampled = _run("t", chains(LATE, seed=4), rel=rel, temperature=0.7)
+    check = _check([greedy, sampled], release=rel, distribution="sglang")
+    (t,) = [f for f in check.findings if f.data.get("run") == "t"]
+    when = next(e for e in t.evidence if e.startswith("when: "))
+    assert when == "when: in the t run; greedy departs as sglang-draft-positions-late, another defect"
+
+
 def test_an_engine_above_the_prediction_is_said_so():
     better = (0.95, 0.97, 0.98, 0.99, 0.99)
     check = _check([_run("greedy", chains(better, seed=5))])

@@ -140,7 +140,17 @@ def _when(check: EngineCheck, run: RunCheck) -> str:
     clean = [r.name for r in others if not r.departs]
     if clean and len(clean) == len(others):
         return f"only in the {run.name} run; {', '.join(clean)} as predicted"
-    return f"in the {run.name} run and in {', '.join(r.name for r in others if r.departs)}"
+    return f"in the {run.name} run; " + "; ".join(_other_run(r, run) for r in others)
+
+
+def _other_run(other: RunCheck, run: RunCheck) -> str:
+    """How another run fares beside this departure: a run that departs as another known defect
+    says which, so one defect is not read as showing in a run another one explains."""
+    if not other.departs:
+        return f"{other.name} as predicted"
+    if other.defect is not None and (run.defect is None or other.defect.value != run.defect.value):
+        return f"{other.name} departs as {other.defect.value.key}, another defect"
+    return f"{other.name} departs too"
 
 
 def _bisect(check: EngineCheck) -> list[str]:
