@@ -469,7 +469,9 @@ def test_a_run_another_defect_explains_is_named_as_that_defect():
     check = _check([greedy, sampled], release=rel, distribution="sglang")
     (t,) = [f for f in check.findings if f.data.get("run") == "t"]
     when = next(e for e in t.evidence if e.startswith("when: "))
-    assert when == "when: in the t run; greedy departs as sglang-draft-positions-late, another defect"
+    assert (
+        when == "when: in the t run; greedy departs as sglang-draft-positions-late, another defect"
+    )
 
 
 def test_an_engine_above_the_prediction_is_said_so():
