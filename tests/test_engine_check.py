@@ -38,8 +38,8 @@ from kit.engine_check.verdict import (
 )
 from kit.engines import parse_engine
 from kit.errors import KitError
+from kit.offline_acceptance.counts import Counts
 from kit.offline_acceptance.result import OfflineResult, Settings
-from kit.offline_acceptance.sampling import Counts
 from kit.offline_acceptance.wiring import Feed, Wiring
 from kit.schema import stamped
 from tests.conftest import ROOT
@@ -560,6 +560,20 @@ def test_doctor_takes_the_report_as_evidence(tmp_path):
     other = kit.doctor(engine="vllm==0.24.0", engine_check=lost)
     assert [f.code for f in other.findings] == ["ENGINE_CHECK_OTHER_RELEASE"]
     assert not other.root_causes
+
+
+def test_doctor_reads_the_report_where_torch_is_not_installed(tmp_path):
+    """The report is made beside the engine and read anywhere: on the core install (no torch)
+    doctor takes it as evidence, and a clean check puts the engine among what holds."""
+    clean = _saved(tmp_path, _check([_run("greedy", chains(HEALTHY))]))
+    hide = (
+        "import sys; sys.modules['torch'] = None; from kit.cli import main; "
+        f"sys.exit(main(['doctor', '--engine-check', {str(clean)!r}, '--json']))"
+    )
+    done = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode in (0, 1), done.stderr
+    holds = json.loads(done.stdout)["verdict"]["holds"]
+    assert any("the engine build drafts as expected" in h for h in holds), holds
 
 
 def test_a_clean_check_rules_the_engine_out_and_a_loss_confirms_it(tmp_path):

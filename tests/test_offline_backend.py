@@ -14,8 +14,8 @@ import kit
 from kit.errors import KitError
 from kit.findings import Severity
 from kit.offline_acceptance import OfflineRow, healthy
+from kit.offline_acceptance.counts import Counts
 from kit.offline_acceptance.result import OfflineResult
-from kit.offline_acceptance.sampling import Counts
 from kit.offline_acceptance.vllm_backend import (
     INSTALL,
     _counts,

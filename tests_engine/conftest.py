@@ -49,8 +49,8 @@ class EngineRun:
     def measured(self, name: str, predicted):
         """Run `name` as a kit row, beside `predicted` (same prompts, same settings)."""
         from kit.offline_acceptance import OfflineRow
+        from kit.offline_acceptance.counts import Counts
         from kit.offline_acceptance.result import OfflineResult
-        from kit.offline_acceptance.sampling import Counts
 
         if self.crash is not None:
             return None

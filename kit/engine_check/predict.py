@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kit.offline_acceptance.counts import Counts
 from kit.offline_acceptance.prompts import Prompt
 from kit.offline_acceptance.result import OfflineResult, OfflineRow
-from kit.offline_acceptance.sampling import Counts
 
 
 @dataclass

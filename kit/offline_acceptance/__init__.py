@@ -12,47 +12,49 @@ default) with the draft wired as an engine release wires it. Read in this order:
   deployment.py  `healthy`, `as_deployed`, the what-if `fault_matrix`, `prompt_format_gap`
   prompts.py     prompt files, raw or through the target's chat template
   target.py      the target on CPU, a GPU or a device map; peak memory
+
+Its names load on first use (PEP 562): a module of this package that needs no torch (intervals,
+result, prompts) imports without pulling torch in, so the core install (no extras) can read an
+engine-check report or an offline result.
 """
 
-from kit.offline_acceptance.deployment import (
-    as_deployed,
-    as_fixed,
-    fault_matrix,
-    format_gap_finding,
-    healthy,
-    judge,
-    prompt_format_gap,
-)
-from kit.offline_acceptance.intervals import Comparison, Interval
-from kit.offline_acceptance.measure import Options, evaluate
-from kit.offline_acceptance.prompts import Prompt, PromptFormat, load_prompts
-from kit.offline_acceptance.result import OfflineResult, OfflineRow, compare
-from kit.offline_acceptance.sampling import Sampler
-from kit.offline_acceptance.target import DeviceMap, load_target
-from kit.offline_acceptance.wiring import HEALTHY_RELEASE, Feed, Wiring
+from __future__ import annotations
 
-__all__ = [
-    "HEALTHY_RELEASE",
-    "Comparison",
-    "DeviceMap",
-    "Feed",
-    "Interval",
-    "OfflineResult",
-    "OfflineRow",
-    "Options",
-    "Prompt",
-    "PromptFormat",
-    "Sampler",
-    "Wiring",
-    "as_deployed",
-    "as_fixed",
-    "compare",
-    "evaluate",
-    "fault_matrix",
-    "format_gap_finding",
-    "healthy",
-    "judge",
-    "load_prompts",
-    "load_target",
-    "prompt_format_gap",
-]
+import importlib
+from typing import Any
+
+_WHERE = {
+    "as_deployed": "deployment",
+    "as_fixed": "deployment",
+    "fault_matrix": "deployment",
+    "format_gap_finding": "deployment",
+    "healthy": "deployment",
+    "judge": "deployment",
+    "prompt_format_gap": "deployment",
+    "Comparison": "intervals",
+    "Interval": "intervals",
+    "Options": "measure",
+    "evaluate": "measure",
+    "Prompt": "prompts",
+    "PromptFormat": "prompts",
+    "load_prompts": "prompts",
+    "OfflineResult": "result",
+    "OfflineRow": "result",
+    "compare": "result",
+    "Sampler": "sampling",
+    "DeviceMap": "target",
+    "load_target": "target",
+    "HEALTHY_RELEASE": "wiring",
+    "Feed": "wiring",
+    "Wiring": "wiring",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kit.acceptance.model import NEAR_ZERO_ACCEPT_LEN
 from kit.findings import Finding, Severity
+from kit.offline_acceptance.counts import Counts
 from kit.offline_acceptance.intervals import (
     Comparison,
     Interval,
@@ -23,9 +24,10 @@ from kit.offline_acceptance.intervals import (
     ratio_resamples,
     resample_weights,
 )
-from kit.offline_acceptance.sampling import Counts
-from kit.offline_acceptance.wiring import EMPTY_ASSUMPTION, Wiring
 from kit.tracing.positions import late_positions_finding
+
+if TYPE_CHECKING:  # wiring builds drafts (torch); a result reads back without it
+    from kit.offline_acceptance.wiring import Wiring
 
 
 @dataclass(frozen=True)
@@ -280,6 +282,7 @@ def _undetermined(r: OfflineResult, engine: str | None) -> Finding:
     """Parameters the draft reads hold torch.empty memory: no value to predict from. What the
     engine reaches lies between the floor and the best case measured under a named assumption."""
     from kit.engines import ENGINES
+    from kit.offline_acceptance import wiring
 
     n = len(r.wiring.empty_params)
     return Finding(
@@ -293,7 +296,7 @@ def _undetermined(r: OfflineResult, engine: str | None) -> Finding:
             "(NaN there rejects every drafted token: exactly 1.00; other leftovers anything "
             "between)",
             f"best case {r.accept_len:.3f} {r.accept_len_ci}, step-0 acceptance "
-            f"{r.step0_accuracy:.3f}, measured {EMPTY_ASSUMPTION}",
+            f"{r.step0_accuracy:.3f}, measured {wiring.EMPTY_ASSUMPTION}",
             *r.wiring.describe(),
             _counted(r),
         ),

@@ -35,9 +35,11 @@ top-p (the smallest set of most likely tokens whose mass reaches `top_p`), renor
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
+
+from kit.offline_acceptance.counts import Counts
 
 TINY = 1e-30  # p(x) of an emitted token is never 0 in exact arithmetic; guards the division
 CHUNK = 1024  # rows of logits turned into distributions at a time
@@ -95,16 +97,6 @@ def argmax_accepted(drafted: torch.Tensor, emitted: torch.Tensor) -> torch.Tenso
     verified with the target's probability of it: 1 where x is the drafted token, else 0 (a
     rejection draws from p without it). Greedy verification is the same indicator."""
     return (drafted == emitted).float()
-
-
-@dataclass
-class Counts:
-    """One prompt's verify steps: how many, what was accepted (per draft position), emitted."""
-
-    steps: int = 0
-    accepted: int = 0
-    emitted: int = 0
-    per_position: list[int] = field(default_factory=list)
 
 
 def walk(

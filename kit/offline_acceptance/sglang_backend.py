@@ -41,10 +41,10 @@ from kit.checkpoint.draft import open_draft
 from kit.engines import parse_engine
 from kit.errors import KitError
 from kit.findings import Finding, Severity
+from kit.offline_acceptance.counts import Counts
 from kit.offline_acceptance.measure import Options, _settings, stop_counting
 from kit.offline_acceptance.prompts import Prompt
 from kit.offline_acceptance.result import OfflineResult, OfflineRow, verdict
-from kit.offline_acceptance.sampling import Counts
 from kit.offline_acceptance.vllm_backend import (
     CPU_SAMPLING_UNRELIABLE,
     crash_finding,

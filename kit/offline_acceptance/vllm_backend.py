@@ -35,10 +35,10 @@ from kit.engines import parse_engine
 from kit.engines.vllm.acceptance import CPU_TEMPERATURES_UNWRITTEN
 from kit.errors import KitError
 from kit.findings import Finding, Severity
+from kit.offline_acceptance.counts import Counts
 from kit.offline_acceptance.measure import Options, _settings, stop_counting
 from kit.offline_acceptance.prompts import Prompt, PromptFormat, chat_prompts, resolve_prompts
 from kit.offline_acceptance.result import OfflineResult, OfflineRow, compare, verdict
-from kit.offline_acceptance.sampling import Counts
 
 INSTALL = (
     "--backend vllm needs vLLM importable in this Python: pip install -r requirements-vllm.txt "
