@@ -257,3 +257,26 @@ def test_a_byte_that_is_no_utf8_among_the_timestamps_digits_is_read_as_the_field
     monkeypatch.setattr(columns, "MAX_PATTERNS", 0)
     (full,) = parse_files([p])
     assert snapshot(fast) == snapshot(full)
+
+
+def test_a_line_cut_off_after_its_last_label_is_cut_off_on_the_fast_path_too(
+    tmp_path, monkeypatch
+):
+    """The last number of a learned line missing (`#queue-req: ` and the line break): the line
+    ends where the number would have, so only its width (no digit) tells; the field reader calls
+    it cut off, and so does the fast path, rather than reading it as a window."""
+    line = (
+        b"[2026-03-02 09:46:42 TP0] Decode batch, #running-req: 1, #token: 1028, token usage: "
+        b"0.00, accept len: 1.00, accept rate: 0.20, cuda graph: False, gen throughput "
+        b"(token/s): 24.80, #queue-req: 0\n"
+    )
+    good = line * 2000
+    p = tmp_path / "server.log"
+    p.write_bytes(good + line.replace(b": 0\n", b": \n") + good)
+    monkeypatch.setattr(model, "MAX_WINDOWS", 100_000)
+    (fast,) = parse_files([p])
+    assert fast.window_count == 4000
+    assert fast.unparsed_reasons == {"decode line cut off before #queue-req": 1}
+    monkeypatch.setattr(columns, "MAX_PATTERNS", 0)
+    (full,) = parse_files([p])
+    assert snapshot(fast) == snapshot(full)

@@ -264,13 +264,16 @@ def _number(number: _Number, x: np.ndarray, ok: np.ndarray, values: dict) -> np.
     number's value, scaled by 10**decimals, goes into `values`; rows it cannot be are not `ok`.
 
     An unkept number's point and decimals are skipped unchecked: no field the field reader reads
-    can hide in them, and the text after them is checked.
+    can hide in them, and the text after them is checked. A number of no digit is never one: the
+    text after it would catch that, but not where the line ends there (a line cut off after its
+    last label, which the field reader calls cut off).
     """
     t = x ^ _ZEROS
     nondigit = ((t + _NINES) | t) & _HIGH
     width = np.bitwise_count((nondigit & -nondigit) - _U(1)) >> 3  # uint8, 0-8
+    ok &= width != 0
     dec = number.decimals
-    if number.name is not None:  # (an unkept number of no digit or too many fails the text after)
+    if number.name is not None:  # (an unkept number of too many digits fails the text after)
         ok &= (width - 1) <= (6 - dec if dec else MAX_DIGITS - 1)  # none wraps to 255
         shift = width << 3
         if dec:
