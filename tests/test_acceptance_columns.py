@@ -259,9 +259,7 @@ def test_a_byte_that_is_no_utf8_among_the_timestamps_digits_is_read_as_the_field
     assert snapshot(fast) == snapshot(full)
 
 
-def test_a_line_cut_off_after_its_last_label_is_cut_off_on_the_fast_path_too(
-    tmp_path, monkeypatch
-):
+def test_a_line_cut_off_after_its_last_label_is_cut_off_on_the_fast_path_too(tmp_path, monkeypatch):
     """The last number of a learned line missing (`#queue-req: ` and the line break): the line
     ends where the number would have, so only its width (no digit) tells; the field reader calls
     it cut off, and so does the fast path, rather than reading it as a window."""
