@@ -18,7 +18,8 @@ import torch
 
 from kit.engines.base import EngineRelease
 from kit.engines.sglang import cpu
-from kit.engines.sglang.cpu import hooks, kernels, modules, tree
+from kit.engines.sglang.cpu import kernels, modules, tree
+from kit.watch.lazy import when_imported
 from kit.watch.supervise import SITE as WATCH_SITE
 
 
@@ -89,7 +90,7 @@ def test_a_patch_runs_when_the_module_is_imported_and_around_its_execution(tmp_p
         yield
         del builtins.kit_marker
 
-    hooks.when_imported("kit_hooked_mod", after=lambda m: setattr(m, "AFTER", True), around=around)
+    when_imported("kit_hooked_mod", after=lambda m: setattr(m, "AFTER", True), around=around)
     try:
         import kit_hooked_mod
 

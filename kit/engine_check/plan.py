@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from kit.engines import EngineRelease
@@ -97,6 +98,31 @@ class RunPlan:
 
 
 SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+def launch_text(launch: str | Path | None) -> str | None:
+    """The launch as the report names it: a script by its path, a line with credentials hidden."""
+    if launch is None:
+        return None
+    try:
+        if Path(launch).is_file():
+            return str(launch)
+    except OSError:  # a line longer than a file name may be
+        pass
+    return redacted(str(launch))
+
+
+def env_settings(
+    given: dict[str, str], prefix: str, env: dict[str, str], settings: list[Setting], engine: str
+) -> None:
+    """The line's environment: the engine's own variables (`prefix`) applied, the others
+    dropped by name, never their value (it may be a token)."""
+    for name, value in given.items():
+        if name.startswith(prefix):
+            env[name] = value
+            settings.append(Setting(name, value, Status.APPLIED, key=f"env:{name}"))
+        else:
+            settings.append(Setting(name, None, Status.DROPPED, f"not {engine} setting"))
 
 
 def redacted(launch: str) -> str:

@@ -16,7 +16,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kit.engine_check.plan import SECRET_WORDS, RunPlan, Setting, Status, redacted
+from kit.engine_check.plan import (
+    SECRET_WORDS,
+    RunPlan,
+    Setting,
+    Status,
+    env_settings,
+    launch_text,
+)
 from kit.engines import EngineRelease, pick
 from kit.engines.sglang.serving import SPEC_V2
 
@@ -109,7 +116,7 @@ def plan(
     settings.append(Setting("--speculative-num-steps", k, Status.CHECK, chain))
     if not cuda:
         settings.append(Setting("the CPU path", None, Status.CHECK, CPU_STAND_INS))
-    run = RunPlan("sglang", release, k, args, env, tuple(settings), launch=_text(launch))
+    run = RunPlan("sglang", release, k, args, env, tuple(settings), launch=launch_text(launch))
     p = with_facts(run, cuda)
     return replace(p, line_facts=frozenset(p.facts if line_facts is None else line_facts))
 
@@ -132,12 +139,7 @@ def _read_line(
     given = served.arguments
     if given.value("disaggregation_mode") not in (None, "null"):
         line_facts.add("disaggregation")
-    for name, value in served.command.env.items():
-        if name.startswith("SGLANG_"):
-            env[name] = value
-            settings.append(Setting(name, value, Status.APPLIED, key=f"env:{name}"))
-        else:
-            settings.append(Setting(name, None, Status.DROPPED, "not an SGLang setting"))
+    env_settings(served.command.env, "SGLANG_", env, settings, "an SGLang")
     for dest, g in given.given.items():
         if dest in SPECULATIVE:
             k = _speculative(dest, g, k, served, settings)
@@ -283,14 +285,3 @@ def counting(release: EngineRelease) -> str:
 def sampling(launch: str | Path | None, release: EngineRelease) -> dict[str, float]:
     """SGLang's server default sampling is per request: the line sets none the check reads."""
     return {}
-
-
-def _text(launch: str | Path | None) -> str | None:
-    if launch is None:
-        return None
-    try:
-        if Path(launch).is_file():
-            return str(launch)
-    except OSError:
-        pass
-    return redacted(str(launch))

@@ -15,7 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kit.engine_check.plan import SECRET_WORDS, RunPlan, Setting, Status, redacted
+from kit.engine_check.plan import (
+    SECRET_WORDS,
+    RunPlan,
+    Setting,
+    Status,
+    env_settings,
+    launch_text,
+)
 from kit.engines import EngineRelease
 from kit.engines.vllm.flags import SPEC_LEGACY, SPEC_SHORTHANDS
 
@@ -118,7 +125,7 @@ def plan(
         env[CPU_KV[0]] = CPU_KV[1]
         settings.append(Setting(CPU_KV[0], CPU_KV[1], Status.CHECK, CPU_KV[2], f"env:{CPU_KV[0]}"))
     p = with_facts(
-        RunPlan("vllm", release, k, args, env, tuple(settings), launch=_text(launch)), cuda
+        RunPlan("vllm", release, k, args, env, tuple(settings), launch=launch_text(launch)), cuda
     )
     return replace(p, line_facts=frozenset(p.facts if line_facts is None else line_facts))
 
@@ -143,12 +150,7 @@ def _read_line(
         line_facts.add("cuda_graph")
     if given.value("async_scheduling"):
         line_facts.add("overlap")
-    for name, value in served.command.env.items():
-        if name.startswith("VLLM_"):
-            env[name] = value
-            settings.append(Setting(name, value, Status.APPLIED, key=f"env:{name}"))
-        else:  # never its value: it may be a token
-            settings.append(Setting(name, None, Status.DROPPED, "not a vLLM setting"))
+    env_settings(served.command.env, "VLLM_", env, settings, "a vLLM")
     for positional in served.arguments.positional:
         settings.append(Setting(positional, None, Status.DROPPED, REPLACED["model_tag"]))
     spec: dict[str, Any] = {}
@@ -278,15 +280,3 @@ def sampling(launch: str | Path | None, release: EngineRelease) -> dict[str, flo
         if isinstance(given.get(key), (int, float)) and not isinstance(given.get(key), bool):
             out[key] = float(given[key])
     return out
-
-
-def _text(launch: str | Path | None) -> str | None:
-    """The launch as the report names it: a script by its path, a line with credentials hidden."""
-    if launch is None:
-        return None
-    try:
-        if Path(launch).is_file():
-            return str(launch)
-    except OSError:  # a line longer than a file name may be
-        pass
-    return redacted(str(launch))

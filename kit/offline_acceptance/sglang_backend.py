@@ -36,8 +36,6 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kit.checkpoint.config import load_target_config
-from kit.checkpoint.draft import open_draft
 from kit.engines import parse_engine
 from kit.errors import KitError
 from kit.findings import Finding, Severity
@@ -46,9 +44,8 @@ from kit.offline_acceptance.measure import Options, _settings, stop_counting
 from kit.offline_acceptance.prompts import Prompt
 from kit.offline_acceptance.result import OfflineResult, OfflineRow, verdict
 from kit.offline_acceptance.vllm_backend import (
-    CPU_SAMPLING_UNRELIABLE,
     crash_finding,
-    engine_against_kit,
+    engine_rows,
     sent_prompts,
 )
 from kit.watch.report import ENV_INTERVAL
@@ -433,39 +430,14 @@ def rows_in_sglang(
     same after `kit fix` when the fix changes anything, and what that SGLang measures of the
     draft as given, judged against healthy; the last row's first finding says whether the
     engine and the prediction agree. `options`: `Options`' and `EngineSettings`' fields."""
-    from kit.offline_acceptance.deployment import as_deployed, as_fixed, healthy, judge
-    from kit.offline_acceptance.target import load_target
-
     settings = EngineSettings(**{k: options.pop(k) for k in ENGINE_OPTIONS if k in options})
     release = installed_release(settings.python)
     if engine is not None and parse_engine(engine) != parse_engine(release):
         raise KitError(
             f"--backend sglang measures the installed {release}; --engine names {engine}"
         )
-    options["count_as"] = options.get("count_as") or release
-    prompts, target = options.pop("prompts", None), options.pop("target", None)
-    opts = Options(**options)  # every option checked before the target loads
-    if target is None:
-        target = load_target(target_dir, opts.device, opts.device_map)
-    common = {"prompts": prompts, "target": target, **options}
-    common["target_config"] = load_target_config(target_dir)
-    opened = open_draft(draft_dir, weights=True)
-    reference = healthy(target_dir, opened, **common)
-    predicted = as_deployed(
-        target_dir, opened, release, aux_capture=aux_capture, target_class=target_class,
-        against=reference, **common,
+    return engine_rows(
+        target_dir, draft_dir, release, lambda predicted, prompts, opts: measured_row(
+            target_dir, draft_dir, predicted, settings, prompts, **opts),
+        aux_capture=aux_capture, target_class=target_class, options=options,
     )  # fmt: skip
-    fixed = as_fixed(
-        target_dir, opened, release, aux_capture=aux_capture, target_class=target_class,
-        against=reference, **common,
-    )  # fmt: skip
-    kit_rows = [reference, predicted] + ([fixed] if fixed is not None else [])
-    measured = measured_row(target_dir, draft_dir, predicted, settings, prompts, **options)
-    greedy = next((f for f in measured.findings if f.code == CPU_SAMPLING_UNRELIABLE), None)
-    if greedy is not None:  # a greedy figure is not held against a sampled prediction
-        measured.findings.remove(greedy)
-        measured.findings.insert(0, greedy)
-        return [*kit_rows, measured]
-    judge(measured, reference)
-    measured.findings.insert(0, engine_against_kit(predicted, measured))
-    return [*kit_rows, measured]

@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -415,13 +415,36 @@ def rows_in_vllm(
     same after `kit fix` when the fix changes anything (what it buys), and what that vLLM
     measures of the draft as given, judged against healthy; the last row's findings say whether
     the engine and the prediction agree. `options`: `Options`' and `EngineSettings`' fields."""
-    from kit.offline_acceptance.deployment import as_deployed, as_fixed, healthy, judge
-    from kit.offline_acceptance.target import load_target
-
     settings = EngineSettings(**{k: options.pop(k) for k in ENGINE_OPTIONS if k in options})
     release = installed_release()
     if engine is not None and parse_engine(engine) != parse_engine(release):
         raise KitError(f"--backend vllm measures the installed {release}; --engine names {engine}")
+    return engine_rows(
+        target_dir, draft_dir, release, lambda predicted, prompts, opts: measured_row(
+            target_dir, draft_dir, predicted, settings, prompts, **opts),
+        aux_capture=aux_capture, target_class=target_class, options=options,
+    )  # fmt: skip
+
+
+def engine_rows(
+    target_dir: str | Path,
+    draft_dir: str | Path,
+    release: str,
+    measure_row: Callable[[OfflineRow, Any, dict[str, Any]], OfflineRow],
+    *,
+    aux_capture: bool | None,
+    target_class: str | None,
+    options: dict[str, Any],
+) -> list[OfflineRow]:
+    """The rows every engine backend gives: healthy (the kit), as `release` deploys the draft
+    (the kit's prediction), the same after `kit fix` when the fix changes anything, and what the
+    engine measures (`measure_row(predicted, prompts, options)`), judged against healthy with
+    the engine-against-kit finding first. A figure the engine cannot give on this host
+    (`CPU_SAMPLING_UNRELIABLE`: noise, or greedy whatever the temperature) is neither judged
+    nor held against the kit."""
+    from kit.offline_acceptance.deployment import as_deployed, as_fixed, healthy, judge
+    from kit.offline_acceptance.target import load_target
+
     options["count_as"] = options.get("count_as") or release
     prompts, target = options.pop("prompts", None), options.pop("target", None)
     opts = Options(**options)  # every option checked before the target loads
@@ -440,11 +463,11 @@ def rows_in_vllm(
         against=reference, **common,
     )  # fmt: skip
     kit_rows = [reference, predicted] + ([fixed] if fixed is not None else [])
-    measured = measured_row(target_dir, draft_dir, predicted, settings, prompts, **options)
-    noise = next((f for f in measured.findings if f.code == CPU_SAMPLING_UNRELIABLE), None)
-    if noise is not None:  # a figure that is noise is neither judged nor held against the kit
-        measured.findings.remove(noise)
-        measured.findings.insert(0, noise)
+    measured = measure_row(predicted, prompts, options)
+    unreliable = next((f for f in measured.findings if f.code == CPU_SAMPLING_UNRELIABLE), None)
+    if unreliable is not None:
+        measured.findings.remove(unreliable)
+        measured.findings.insert(0, unreliable)
         return [*kit_rows, measured]
     judge(measured, reference)
     measured.findings.insert(0, engine_against_kit(predicted, measured))

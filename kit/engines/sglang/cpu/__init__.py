@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kit.engines.base import EngineRelease, Row, VersionRange
-from kit.engines.sglang.cpu import attention, hooks, kernels, modules, v2, verify
+from kit.engines.sglang.cpu import attention, kernels, modules, v2, verify
+from kit.watch import lazy
 
 ENV_FLAG = "KIT_SGLANG_CPU"
 SITE = Path(__file__).resolve().parent / "site"
@@ -44,8 +45,8 @@ class StandIn:
 
     what: str
     module: str | None = None
-    patch: hooks.Patch | None = None
-    around: hooks.Around | None = None
+    patch: lazy.Patch | None = None
+    around: lazy.Around | None = None
     process: object | None = None
 
 
@@ -117,7 +118,7 @@ def install() -> list[str]:
             if not s.process():
                 continue
         else:
-            hooks.when_imported(s.module, after=s.patch, around=s.around)
+            lazy.when_imported(s.module, after=s.patch, around=s.around)
         done.append(s.what)
     return done
 
