@@ -15,13 +15,9 @@ from kit.errors import KitError
 from kit.findings import Severity
 from kit.offline_acceptance import OfflineRow, healthy
 from kit.offline_acceptance.counts import Counts
+from kit.offline_acceptance.engine_rows import engine_against_kit
 from kit.offline_acceptance.result import OfflineResult
-from kit.offline_acceptance.vllm_backend import (
-    INSTALL,
-    _counts,
-    cpu_sampling_finding,
-    engine_against_kit,
-)
+from kit.offline_acceptance.vllm_backend import INSTALL, _counts, cpu_sampling_finding
 from tests.conftest import DRAFT, TARGET
 
 

@@ -82,7 +82,7 @@ def predict(target):
 
 def holds(run, predicted) -> None:
     """SGLang's verify steps within 1 % of the kit's, and the kit's own comparison agreeing."""
-    from kit.offline_acceptance.sglang_backend import engine_against_kit
+    from kit.offline_acceptance.engine_rows import engine_against_kit
 
     assert run.crash is None, run.crash
     assert predicted.result is not None, predicted.crash and predicted.crash.title

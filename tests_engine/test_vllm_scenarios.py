@@ -22,7 +22,7 @@ def engine_for(tmp_path_factory, builder, k: int = 5, runs: dict | None = None):
 
 def agrees(predicted, engine, name: str = "greedy"):
     """vLLM's figure inside the kit's interval, and the kit's own verdict on the pair."""
-    from kit.offline_acceptance.vllm_backend import engine_against_kit
+    from kit.offline_acceptance.engine_rows import engine_against_kit
 
     assert engine.crash is None, engine.crash
     assert predicted.result is not None, predicted.crash and predicted.crash.title

@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -40,14 +41,16 @@ from kit.engines import parse_engine
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 from kit.offline_acceptance.counts import Counts
-from kit.offline_acceptance.measure import Options, _settings, stop_counting
-from kit.offline_acceptance.prompts import Prompt
-from kit.offline_acceptance.result import OfflineResult, OfflineRow, verdict
-from kit.offline_acceptance.vllm_backend import (
+from kit.offline_acceptance.engine_rows import (
+    CPU_SAMPLING_UNRELIABLE,
+    EngineCrash,
     crash_finding,
     engine_rows,
     sent_prompts,
 )
+from kit.offline_acceptance.measure import Options, _settings, stop_counting
+from kit.offline_acceptance.prompts import Prompt
+from kit.offline_acceptance.result import OfflineResult, OfflineRow, verdict
 from kit.watch.report import ENV_INTERVAL
 
 INSTALL = (
@@ -83,14 +86,6 @@ class EngineSettings:
             )
 
 
-class EngineCrash(Exception):
-    """SGLang did not start with this draft: the first exception its log shows."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        self.kind, self.message = kind, message
-        super().__init__(f"{kind}: {message}")
-
-
 _PROBE = (
     "import importlib.metadata as m, json\n"
     "try:\n"
@@ -123,10 +118,11 @@ def installed_release(python: str = sys.executable) -> str:
 
 
 def server_command(
-    target_dir: str | Path, draft_dir: str | Path, k: int, seed: int, port: int,
+    target_dir: str | Path, draft_dir: str | Path, k: int, seed: int, ports: tuple[int, int],
     settings: EngineSettings, cpu: bool,
 ) -> list[str]:  # fmt: skip
-    """`python -m sglang.launch_server …` serving `draft_dir` as an EAGLE-3 chain of `k`."""
+    """`python -m sglang.launch_server …` serving `draft_dir` as an EAGLE-3 chain of `k`, on
+    `ports` (HTTP, then NCCL: each server started by the kit gets its own)."""
     from kit.engines.sglang.cpu import SERVER_ARGS
 
     cmd = [
@@ -135,7 +131,8 @@ def server_command(
         "--speculative-num-steps", str(k), "--speculative-eagle-topk", "1",
         "--speculative-num-draft-tokens", str(k + 1), "--dtype", settings.engine_dtype,
         "--tp-size", str(settings.tensor_parallel_size), "--random-seed", str(seed),
-        "--host", "127.0.0.1", "--port", str(port), "--skip-server-warmup",
+        "--host", "127.0.0.1", "--port", str(ports[0]), "--nccl-port", str(ports[1]),
+        "--skip-server-warmup",
     ]  # fmt: skip
     if not settings.radix_cache:
         cmd.append("--disable-radix-cache")  # every prompt computed in full, as the kit does
@@ -243,8 +240,8 @@ def start(
     GPU when it has one, else on the CPU with the kit's stand-ins; `EngineCrash` when it does
     not start. Stopped (its whole process group) on the way out."""
     release, cuda = probe(settings.python)
-    port = _free_port()
-    cmd = server_command(target_dir, draft_dir, k, seed, port, settings, cpu=not cuda)
+    ports = (_free_port(), _free_port())  # HTTP, NCCL
+    cmd = server_command(target_dir, draft_dir, k, seed, ports, settings, cpu=not cuda)
     log = Path(settings.engine_log or tempfile.mkstemp(prefix="sglang-", suffix=".log")[1])
     env = _environment(cuda)
     if settings.watch_report is not None:
@@ -252,7 +249,7 @@ def start(
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, process_group=0)
     try:
-        url = f"http://127.0.0.1:{port}"
+        url = f"http://127.0.0.1:{ports[0]}"
         _wait_ready(proc, url, log)
         yield Engine(url, release, k, not cuda, log)
         if settings.watch_report is not None:  # its last counts into the report, then stop
@@ -272,17 +269,40 @@ def _environment(cuda: bool) -> dict[str, str]:
 
 
 def _free_port() -> int:
-    """A free port that leaves room above it: SGLang derives more ports from the one it is
-    given (0.5.12 server_args.py:1147-1155 refuses a gRPC port, `--port` + 10000, past 65535)."""
-    rng = random.Random()
-    while True:
-        port = rng.randrange(20000, 50000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
+    """A free port below the kernel's ephemeral range, never handed out twice in this process.
+
+    The server binds it only later, so a port from the ephemeral range can meanwhile go to
+    another socket: SGLang up to 0.5.12 takes its own NCCL port from bind(0)
+    (network.py `get_free_port`) and two servers started side by side then collide; 0.5.23
+    picks below that range for this reason (network.py `get_free_port_below_ephemeral`).
+    The kit's ports stay under 32000, so `--port` + 10000 (0.5.12 server_args.py:1147-1155
+    refuses a gRPC port past 65535) is always room."""
+    with _PORT_LOCK:
+        high = min(32000, _ephemeral_low()) - 1
+        for port in _RANDOM.sample(range(20000, high), 200):
+            if port not in _HANDED_OUT and _bindable(port):
+                _HANDED_OUT.add(port)
+                return port
+    raise KitError("no free port between 20000 and the kernel's ephemeral range on 127.0.0.1")
+
+
+_PORT_LOCK, _HANDED_OUT, _RANDOM = threading.Lock(), set(), random.Random()
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))  # the wildcard: torch's TCP store binds every address
+        except OSError:
+            return False
+    return True
 
 
 def _wait_ready(proc: subprocess.Popen, url: str, log: Path) -> None:
@@ -352,7 +372,9 @@ def startup_crash(log: Path) -> EngineCrash:
     if found:
         m = found[0] if start is not None else found[-1]
         return EngineCrash(m.group(1).rsplit(".", 1)[-1], m.group(2).strip())
-    return EngineCrash("EngineExit", f"the server exited before it was ready (log: {log})")
+    last = [line.strip() for line in lines if line.strip()][-3:]  # what it said last, if anything
+    said = f"; it said last: {' | '.join(last)}" if last else ""
+    return EngineCrash("EngineExit", f"the server exited before it was ready (log: {log}){said}")
 
 
 def _symptom(kind: str) -> bool:
@@ -404,7 +426,7 @@ def greedy_on_cpu_finding(release: str, temperature: float) -> Finding | None:
     if temperature == 0:
         return None
     return Finding(
-        code="ENGINE_CPU_SAMPLING_UNRELIABLE",  # vllm_backend.CPU_SAMPLING_UNRELIABLE's code
+        code=CPU_SAMPLING_UNRELIABLE,
         severity=Severity.ERROR,
         title=f"{release} verifies greedily on a host without CUDA, whatever the temperature",
         evidence=(

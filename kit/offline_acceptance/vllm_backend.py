@@ -23,22 +23,27 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kit.checkpoint.config import load_target_config
-from kit.checkpoint.draft import open_draft
 from kit.engines import parse_engine
 from kit.engines.vllm.acceptance import CPU_TEMPERATURES_UNWRITTEN
 from kit.errors import KitError
 from kit.findings import Finding, Severity
 from kit.offline_acceptance.counts import Counts
+from kit.offline_acceptance.engine_rows import (
+    CPU_SAMPLING_UNRELIABLE,
+    EngineCrash,
+    crash_finding,
+    engine_rows,
+    sent_prompts,
+)
 from kit.offline_acceptance.measure import Options, _settings, stop_counting
-from kit.offline_acceptance.prompts import Prompt, PromptFormat, chat_prompts, resolve_prompts
-from kit.offline_acceptance.result import OfflineResult, OfflineRow, compare, verdict
+from kit.offline_acceptance.prompts import Prompt
+from kit.offline_acceptance.result import OfflineResult, OfflineRow, verdict
 
 INSTALL = (
     "--backend vllm needs vLLM importable in this Python: pip install -r requirements-vllm.txt "
@@ -105,9 +110,6 @@ def installed_distribution() -> tuple[str, str] | None:
     return None
 
 
-CPU_SAMPLING_UNRELIABLE = "ENGINE_CPU_SAMPLING_UNRELIABLE"
-
-
 def cpu_sampling_finding(release: str, distribution: str | None, temperature: float):
     """The CPU build's sampled verification divides by uninitialised temperatures
     (`acceptance.CPU_TEMPERATURES_UNWRITTEN`): its sampled figure is not one to compare. None
@@ -136,15 +138,6 @@ def _base(text: str) -> str:
     from packaging.version import Version
 
     return Version(text).base_version
-
-
-class EngineCrash(Exception):
-    """vLLM did not start with this draft: its exception, as it raised it."""
-
-    def __init__(self, error: BaseException) -> None:
-        self.kind = type(error).__name__
-        self.message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        super().__init__(f"{self.kind}: {self.message}")
 
 
 class Engine:
@@ -247,7 +240,7 @@ def start(
             llm = LLM(**{**args, **extra}, speculative_config=speculative)
         except Exception as e:  # whatever vLLM raises at start-up is the finding
             logging.getLogger("vllm").error("engine start-up failed: %s: %s", type(e).__name__, e)
-            raise EngineCrash(e) from e
+            raise EngineCrash.of(e) from e
         engine = Engine(llm, release, k)
         yield engine
         del engine, llm
@@ -291,16 +284,6 @@ def _engine_log(path: str | Path | None) -> Iterator[None]:
             sys.stderr = before
 
 
-def sent_prompts(target_dir: Path, prompts, opts: Options) -> tuple[list[Prompt], int]:
-    """The prompts as the kit sends them (chat-rendered when asked) and the key its rows use."""
-    cfg = load_target_config(target_dir)
-    given = resolve_prompts(prompts, target_dir, cfg.vocab_size)
-    key = hash(tuple(tuple(p.ids) for p in given))
-    if opts.prompt_format == PromptFormat.CHAT:
-        return chat_prompts(given, target_dir, cfg.vocab_size), key
-    return given, key
-
-
 def measure(engine: Engine, target_dir: str | Path, prompts, wiring, **options) -> OfflineResult:
     """The kit's prompts under `options` (as `Options`) in the running engine, counted by it."""
     opts = Options(**options)
@@ -341,67 +324,6 @@ def measured_row(
     return OfflineRow(label, result.wiring, result, findings=findings)
 
 
-def crash_finding(release: str, e: EngineCrash) -> Finding:
-    return Finding(
-        code="STARTUP_CRASH",
-        severity=Severity.CRITICAL,
-        title=f"{release} does not start with this draft: {e.kind}",
-        evidence=(f"{e.kind}: {e.message}",),
-        fix="see the kit's load findings for this release (python -m kit doctor DRAFT --engine "
-        f"{release})",
-        engine=release,
-    )
-
-
-def engine_against_kit(predicted: OfflineRow, measured: OfflineRow) -> Finding:
-    """Whether the engine's figure and the kit's prediction for it agree: within the paired
-    interval of their difference, or both refusing to start."""
-    release = measured.label.removeprefix("measured in ")
-    p, m = predicted.result, measured.result
-    if p is None or m is None:
-        same = p is None and m is None
-        said = (predicted.crash.title if predicted.crash else "?") if p is None else "runs"
-        got = (measured.crash.evidence[0] if measured.crash else "?") if m is None else "runs"
-        return _agreement(same, release, f"the kit predicts: {said}", f"{release}: {got}", {})
-    c = compare(p, m, predicted.label, measured.label)
-    data = {
-        "predicted": p.figures(),
-        "measured": m.figures(),
-        "comparison": c.to_dict(),
-    }
-    return _agreement(
-        not c.beyond_noise,
-        release,
-        f"the kit predicts accept len {p.accept_len:.3f} {p.accept_len_ci}",
-        f"{release} counted {m.accept_len:.3f} {m.accept_len_ci} ({m.verify_steps} drafts, "
-        f"{m.accepted} of {m.drafted} drafted tokens accepted)",
-        data,
-        c.sentence(),
-    )
-
-
-def _agreement(same: bool, release: str, kit: str, engine: str, data: dict, *more: str):
-    if same:
-        return Finding(
-            code="OFFLINE_ENGINE_AGREES",
-            severity=Severity.INFO,
-            title=f"{release} measures what the kit predicts for it",
-            evidence=(kit, engine, *more),
-            engine=release,
-            data=data,
-        )
-    return Finding(
-        code="OFFLINE_ENGINE_DIFFERS",
-        severity=Severity.ERROR,
-        title=f"{release} and the kit's prediction for it differ beyond the prompts' noise",
-        evidence=(kit, engine, *more),
-        fix="the engine is the ground truth: report the draft and this output, so the kit's "
-        "rule for the release can be corrected",
-        engine=release,
-        data=data,
-    )
-
-
 def rows_in_vllm(
     target_dir: str | Path,
     draft_dir: str | Path,
@@ -424,51 +346,3 @@ def rows_in_vllm(
             target_dir, draft_dir, predicted, settings, prompts, **opts),
         aux_capture=aux_capture, target_class=target_class, options=options,
     )  # fmt: skip
-
-
-def engine_rows(
-    target_dir: str | Path,
-    draft_dir: str | Path,
-    release: str,
-    measure_row: Callable[[OfflineRow, Any, dict[str, Any]], OfflineRow],
-    *,
-    aux_capture: bool | None,
-    target_class: str | None,
-    options: dict[str, Any],
-) -> list[OfflineRow]:
-    """The rows every engine backend gives: healthy (the kit), as `release` deploys the draft
-    (the kit's prediction), the same after `kit fix` when the fix changes anything, and what the
-    engine measures (`measure_row(predicted, prompts, options)`), judged against healthy with
-    the engine-against-kit finding first. A figure the engine cannot give on this host
-    (`CPU_SAMPLING_UNRELIABLE`: noise, or greedy whatever the temperature) is neither judged
-    nor held against the kit."""
-    from kit.offline_acceptance.deployment import as_deployed, as_fixed, healthy, judge
-    from kit.offline_acceptance.target import load_target
-
-    options["count_as"] = options.get("count_as") or release
-    prompts, target = options.pop("prompts", None), options.pop("target", None)
-    opts = Options(**options)  # every option checked before the target loads
-    if target is None:
-        target = load_target(target_dir, opts.device, opts.device_map)
-    common = {"prompts": prompts, "target": target, **options}
-    common["target_config"] = load_target_config(target_dir)  # read once, for the kit's rows
-    opened = open_draft(draft_dir, weights=True)  # once, for the kit's rows
-    reference = healthy(target_dir, opened, **common)
-    predicted = as_deployed(
-        target_dir, opened, release, aux_capture=aux_capture, target_class=target_class,
-        against=reference, **common,
-    )  # fmt: skip
-    fixed = as_fixed(
-        target_dir, opened, release, aux_capture=aux_capture, target_class=target_class,
-        against=reference, **common,
-    )  # fmt: skip
-    kit_rows = [reference, predicted] + ([fixed] if fixed is not None else [])
-    measured = measure_row(predicted, prompts, options)
-    unreliable = next((f for f in measured.findings if f.code == CPU_SAMPLING_UNRELIABLE), None)
-    if unreliable is not None:
-        measured.findings.remove(unreliable)
-        measured.findings.insert(0, unreliable)
-        return [*kit_rows, measured]
-    judge(measured, reference)
-    measured.findings.insert(0, engine_against_kit(predicted, measured))
-    return [*kit_rows, measured]
