@@ -1,7 +1,8 @@
 """docs/causes.md and the code in step: every finding code a check can emit has a row, every row's
 code is one a check emits. The codes are read from the source: each `Finding(code=…)` and
-`KnownIssue(code=…)` call, its code a string or a module constant; a call that passes a finding's
-code on (a reconciled or re-ranked finding) is allowed only where listed here."""
+`KnownIssue(code=…)` call, its code a string or a module constant (the module's own, or one it
+imports from another kit module); a call that passes a finding's code on (a reconciled or
+re-ranked finding) is allowed only where listed here."""
 
 from __future__ import annotations
 
@@ -21,16 +22,14 @@ PASSED_ON = {
 
 def emitted() -> tuple[set[str], list[str]]:
     """(codes, calls whose code could not be read as a constant and are not passed on)."""
+    trees = {
+        p.relative_to(ROOT).as_posix(): ast.parse(p.read_text())
+        for p in (ROOT / "kit").rglob("*.py")
+    }
+    own = {rel: constants(tree) for rel, tree in trees.items()}
     codes, unread = set(), []
-    for path in sorted((ROOT / "kit").rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        tree = ast.parse(path.read_text())
-        consts = {
-            n.targets[0].id: n.value.value
-            for n in tree.body
-            if isinstance(n, ast.Assign) and len(n.targets) == 1
-            and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)
-        }  # fmt: skip
+    for rel, tree in sorted(trees.items()):
+        consts = {**imported(tree, own), **own[rel]}
         for node in ast.walk(tree):
             name = getattr(getattr(node, "func", None), "id", None)
             if not isinstance(node, ast.Call) or name not in ("Finding", "KnownIssue"):
@@ -43,6 +42,26 @@ def emitted() -> tuple[set[str], list[str]]:
             elif value is not None and (rel, ast.unparse(value)) not in PASSED_ON:
                 unread.append(f"{rel}:{node.lineno} code={ast.unparse(value)}")
     return codes, unread
+
+
+def constants(tree: ast.Module) -> dict[str, str]:
+    """A module's top-level `NAME = "literal"` assignments."""
+    return {
+        n.targets[0].id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Constant)
+    }  # fmt: skip
+
+
+def imported(tree: ast.Module, own: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The constants a module takes by name from another kit module (`from kit.x import NAME`)."""
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kit."):
+            source = own.get(node.module.replace(".", "/") + ".py", {})
+            found |= {a.asname or a.name: source[a.name] for a in node.names if a.name in source}
+    return found
 
 
 def tabled() -> list[str]:
