@@ -114,6 +114,10 @@ def test_a_cpu_launch_carries_sglangs_cpu_path_and_a_gpu_launch_does_not():
                         ("--speculative-num-draft-tokens", "5"), ("--dtype", "bfloat16")]:  # fmt: skip
         assert cpu[cpu.index(flag) + 1] == value and gpu[gpu.index(flag) + 1] == value
     assert cpu[cpu.index("--device") + 1] == "cpu" and "--device" not in gpu
+    for cmd in (cpu, gpu):  # its own NCCL port, not one SGLang takes from bind(0)
+        assert (
+            cmd[cmd.index("--port") + 1] == "30000" and cmd[cmd.index("--nccl-port") + 1] == "20001"
+        )
 
 
 def test_a_sampled_figure_on_a_cpu_is_called_greedy():
@@ -134,3 +138,14 @@ def test_a_request_stopped_at_the_targets_eos_is_refused():
     _check_stop(1, prompt, {"finish_reason": {"type": "length", "length": 24}})
     with pytest.raises(KitError, match="prompt 3: SGLang stopped at token 0"):
         _check_stop(3, prompt, {"finish_reason": {"type": "stop", "matched": 0}})
+
+
+def test_each_server_gets_ports_below_the_ephemeral_range_never_twice():
+    """A server binds its ports only after it starts; ports from the kernel's ephemeral range can
+    meanwhile go to another socket (a neighbour's NCCL port from bind(0)), and one port handed to
+    two servers started side by side stops one of them."""
+    from kit.offline_acceptance.sglang_backend import _ephemeral_low, _free_port
+
+    ports = [_free_port() for _ in range(100)]
+    assert len(set(ports)) == 100
+    assert all(20000 <= p < min(32000, _ephemeral_low()) for p in ports)
