@@ -149,3 +149,10 @@ def test_each_server_gets_ports_below_the_ephemeral_range_never_twice():
     ports = [_free_port() for _ in range(100)]
     assert len(set(ports)) == 100
     assert all(20000 <= p < min(32000, _ephemeral_low()) for p in ports)
+
+
+def test_ports_still_come_where_the_ephemeral_range_starts_low(monkeypatch):
+    from kit.offline_acceptance import sglang_backend
+
+    monkeypatch.setattr(sglang_backend, "_ephemeral_low", lambda: 10000)
+    assert 20000 <= sglang_backend._free_port() < 32000

@@ -272,18 +272,20 @@ def _free_port() -> int:
     """A free port below the kernel's ephemeral range, never handed out twice in this process.
 
     The server binds it only later, so a port from the ephemeral range can meanwhile go to
-    another socket: SGLang up to 0.5.12 takes its own NCCL port from bind(0)
-    (network.py `get_free_port`) and two servers started side by side then collide; 0.5.23
-    picks below that range for this reason (network.py `get_free_port_below_ephemeral`).
-    The kit's ports stay under 32000, so `--port` + 10000 (0.5.12 server_args.py:1147-1155
-    refuses a gRPC port past 65535) is always room."""
+    another socket: SGLang up to 0.5.12 takes its own NCCL port from bind(0) (0.5.10
+    srt/utils/network.py:170 `get_free_port`) and two servers started side by side then collide;
+    0.5.23 picks below that range for this reason (network.py:205
+    `get_free_port_below_ephemeral`). Where that range starts too low to leave room, the ports
+    come from 20000-31999 all the same. Under 32000, `--port` + 10000 (0.5.12
+    server_args.py:1147-1155 refuses a gRPC port past 65535) is always room."""
+    high = min(32000, _ephemeral_low())
+    candidates = range(20000, high if high - 20000 >= 1000 else 32000)
     with _PORT_LOCK:
-        high = min(32000, _ephemeral_low()) - 1
-        for port in _RANDOM.sample(range(20000, high), 200):
+        for port in _RANDOM.sample(candidates, 200):
             if port not in _HANDED_OUT and _bindable(port):
                 _HANDED_OUT.add(port)
                 return port
-    raise KitError("no free port between 20000 and the kernel's ephemeral range on 127.0.0.1")
+    raise KitError(f"no free port in {candidates.start}-{candidates.stop - 1} on this host")
 
 
 _PORT_LOCK, _HANDED_OUT, _RANDOM = threading.Lock(), set(), random.Random()
