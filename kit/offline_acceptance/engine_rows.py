@@ -47,6 +47,7 @@ def sent_prompts(target_dir: Path, prompts, opts: Options) -> tuple[list[Prompt]
 
 
 def crash_finding(release: str, e: EngineCrash) -> Finding:
+    """The row of an engine that refused the draft: its own exception, and where to look."""
     return Finding(
         code="STARTUP_CRASH",
         severity=Severity.CRITICAL,
@@ -85,7 +86,7 @@ def engine_against_kit(predicted: OfflineRow, measured: OfflineRow) -> Finding:
     )
 
 
-def _agreement(same: bool, release: str, kit: str, engine: str, data: dict, *more: str):
+def _agreement(same: bool, release: str, kit: str, engine: str, data: dict, *more: str) -> Finding:
     if same:
         return Finding(
             code="OFFLINE_ENGINE_AGREES",

@@ -268,6 +268,9 @@ def _environment(cuda: bool) -> dict[str, str]:
     return env
 
 
+_PORT_LOCK, _HANDED_OUT, _RANDOM = threading.Lock(), set(), random.Random()
+
+
 def _free_port() -> int:
     """A free port below the kernel's ephemeral range, never handed out twice in this process.
 
@@ -286,9 +289,6 @@ def _free_port() -> int:
                 _HANDED_OUT.add(port)
                 return port
     raise KitError(f"no free port in {candidates.start}-{candidates.stop - 1} on this host")
-
-
-_PORT_LOCK, _HANDED_OUT, _RANDOM = threading.Lock(), set(), random.Random()
 
 
 def _ephemeral_low() -> int:

@@ -6,7 +6,7 @@ is also the engine's is the engine itself showing the same fault. The real-engin
 vLLM and in SGLang as they run, and asserts that `doctor` on the draft and the engine's own log
 names that fault. `SEEN` lists those runs by finding code, so the postmortem can say, beside a
 root cause, where a running engine showed it and the command that shows it again.
-`tests/test_real_engine_table.py` fails if a row names a test that does not exist or does not
+`tests/test_real_engine.py` fails if a row names a test that does not exist or does not
 assert its code.
 
 The incident itself is the other proof: `make incident-sglang` serves the incident's draft on real
