@@ -101,14 +101,30 @@ def test_a_patch_runs_when_the_module_is_imported_and_around_its_execution(tmp_p
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torchvision") is not None, reason="installed here")
-def test_torchvision_exists_only_while_sglangs_utils_execute():
-    with modules.lazy_torchvision():
+def test_torchvision_exists_only_while_sglangs_image_modules_execute():
+    """SGLang's module-level imports (0.5.10 internvl_utils.py:3,5, utils/common.py:90) succeed,
+    their names raise only when an image request would call them, and afterwards nothing else
+    (transformers' image processors) finds a torchvision."""
+    with modules.absent_torchvision():
+        import torchvision.transforms as T
         from torchvision.io import decode_jpeg
+        from torchvision.transforms.functional import InterpolationMode
 
-        assert decode_jpeg is modules.decode_jpeg
-    assert importlib.util.find_spec("torchvision") is None  # transformers sees none afterwards
-    with pytest.raises(ModuleNotFoundError, match="torchvision"):
-        decode_jpeg(b"")  # an image request: the real import, as 0.5.23 makes it
+        assert "torchvision.transforms.functional" in sys.modules
+    bicubic = InterpolationMode.BICUBIC  # a default argument's value: read, never called
+    assert importlib.util.find_spec("torchvision") is None
+    assert not any(n.split(".")[0] == "torchvision" for n in sys.modules)
+    for use in (lambda: decode_jpeg(b""), lambda: T.Compose([]), lambda: bicubic()):
+        with pytest.raises(ModuleNotFoundError, match="torchvision is not installed"):
+            use()
+
+
+def test_an_installed_torchvision_is_left_alone(monkeypatch):
+    """Where torchvision is installed, the real one is imported: the stand-in adds no finder."""
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    before = list(sys.meta_path)
+    with modules.absent_torchvision():
+        assert sys.meta_path == before
 
 
 KERNELS = """

@@ -57,9 +57,20 @@ STANDINS: tuple[Row[StandIn], ...] = (
         "spec_tree.py:39-43, cache_locs.py:27-31, eagle.py:9-10, kernels/ops/kvcache/"
         "cache_move.py:9-10, mem_cache/allocation.py:45-46)"),
     Row(VersionRange("0.5.10", "0.5.23"),
-        StandIn("torchvision.io.decode_jpeg", "sglang.srt.utils.common",
-                around=modules.lazy_torchvision),
+        StandIn("torchvision for image decoding", "sglang.srt.utils.common",
+                around=modules.absent_torchvision),
         "0.5.10, 0.5.11, 0.5.12 utils/common.py:90 (lazy from 0.5.23, utils/common.py:2114)"),
+    Row(VersionRange("0.5.10"),
+        StandIn("torchvision for InternVL image transforms", "sglang.srt.multimodal.internvl_utils",
+                around=modules.absent_torchvision),
+        "0.5.10 multimodal/internvl_utils.py:3,5; 0.5.11, 0.5.12, 0.5.23 :5,7; imported at "
+        "start-up by configs/__init__.py (0.5.10 and 0.5.11 :22, 0.5.12 :25, 0.5.23 :71) through "
+        "configs/nano_nemotron_vl.py:22"),
+    Row(VersionRange("0.5.23"),
+        StandIn("torchvision for DeepSeek-OCR image transforms", "sglang.srt.configs.deepseek_ocr",
+                around=modules.absent_torchvision),
+        "0.5.23 configs/deepseek_ocr.py:7-8; imported at start-up by configs/__init__.py:95 "
+        "through configs/unlimited_ocr.py:16"),
     Row(VersionRange("0.5.10", "0.5.23"),
         StandIn("torch.cuda.synchronize", "sglang.srt.models.llama", modules.no_cuda_synchronize),
         "0.5.10 models/llama.py:763,778; 0.5.11 :772,791; 0.5.12 :774,793"),

@@ -1,8 +1,10 @@
-"""Stand-ins for two process-wide things SGLang's CPU path touches but cannot have on a CPU
-host: `torch.cuda.synchronize` and a torchvision that loads beside torch's CPU build."""
+"""Stand-ins for process-wide things SGLang's CPU path touches but cannot have on a CPU host:
+`torch.cuda.synchronize`, CUDA streams, and torchvision, whose PyPI builds do not load beside
+torch's CPU build."""
 
 from __future__ import annotations
 
+import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
@@ -27,43 +29,67 @@ def _nothing_to_wait_for(device: Any = None) -> None:
     """torch.cuda.synchronize on a host without CUDA: CPU work is already done."""
 
 
-def decode_jpeg(*args: Any, **kwargs: Any) -> Any:
-    """torchvision.io.decode_jpeg, imported when an image request needs it (as sglang 0.5.23
-    utils/common.py:2114 does)."""
-    from torchvision.io import decode_jpeg as shipped
-
-    return shipped(*args, **kwargs)
-
-
 @contextmanager
-def lazy_torchvision() -> Iterator[None]:
-    """While `sglang.srt.utils.common` executes: its module-level `from torchvision.io import
-    decode_jpeg` (0.5.10, 0.5.11 and 0.5.12 utils/common.py:90; image requests only) gets
-    `decode_jpeg` above when torchvision is not installed. torchvision's PyPI builds link
-    torch's CUDA libraries and do not load beside its CPU build. The two modules are gone again
-    afterwards, so nothing else (transformers' image processors) takes torchvision for present."""
+def absent_torchvision() -> Iterator[None]:
+    """While an SGLang module that imports torchvision at module level executes (its rows in
+    `STANDINS`), and only when torchvision is not installed: `torchvision` and its submodules
+    are placeholders whose names exist and raise when called. Those modules use torchvision
+    only to preprocess images, which a text request never reaches; torchvision's PyPI builds
+    link torch's CUDA libraries and do not load beside its CPU build. The placeholders are gone
+    from `sys.modules` afterwards, so nothing else (transformers' image processors) takes
+    torchvision for present."""
     if importlib.util.find_spec("torchvision") is not None:
         yield
         return
-    package = _module("torchvision", package=True)
-    io = _module("torchvision.io", decode_jpeg=decode_jpeg)
-    package.io = io
-    sys.modules.update({"torchvision": package, "torchvision.io": io})
+    finder = _Placeholders()
+    sys.meta_path.insert(0, finder)
     try:
         yield
     finally:
-        for name, module in (("torchvision", package), ("torchvision.io", io)):
-            if sys.modules.get(name) is module:
+        sys.meta_path.remove(finder)
+        for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
+            if isinstance(sys.modules[name], _AbsentModule):
                 del sys.modules[name]
 
 
-def _module(name: str, package: bool = False, **names: Any) -> ModuleType:
-    module = ModuleType(name, f"the kit's CPU stand-in for {name} (sglang.srt.utils.common only)")
-    module.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=package)
-    if package:
-        module.__path__ = []
-    module.__dict__.update(names)
-    return module
+class _Absent:
+    """A torchvision name on a host without torchvision: it exists, and using it raises."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> _Absent:
+        return _Absent(f"{self._name}.{attr}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise ModuleNotFoundError(
+            f"{self._name}: torchvision is not installed here (image requests need it)",
+            name="torchvision",
+        )
+
+
+class _AbsentModule(ModuleType):
+    """A torchvision module on a host without torchvision: every name is an `_Absent`."""
+
+    def __getattr__(self, attr: str) -> _Absent:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return _Absent(f"{self.__name__}.{attr}")
+
+
+class _Placeholders(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds `torchvision` and its submodules as `_AbsentModule`s."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != "torchvision" and not fullname.startswith("torchvision."):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return _AbsentModule(spec.name, "the kit's CPU stand-in: torchvision is not installed")
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: every name is made on access."""
 
 
 def no_cpu_record_stream(module: ModuleType) -> None:
