@@ -87,6 +87,15 @@ if __name__ == "__main__":
 """
 
 
+def cpu_env(report: Path) -> dict[str, str]:
+    """SGLang's CPU launch as every SGLang run in this suite has it: its CPU switches and the
+    kit's stand-ins (`sgl_kernel`, whose CUDA build loads libcuda.so.1 at import; torchvision,
+    whose PyPI build does not load beside torch's CPU build), plus `kit watch`'s report."""
+    from kit.engines.sglang.cpu import launch_env
+
+    return launch_env({**os.environ, "KIT_WATCH_REPORT": str(report), "PYTHONPATH": str(ROOT)})
+
+
 def exercise(python: str, tmp_path: Path, draft: Path, width: int) -> dict:
     if legacy_map(python):  # not a pass: these checks did not run there
         pytest.skip(
@@ -98,8 +107,7 @@ def exercise(python: str, tmp_path: Path, draft: Path, width: int) -> dict:
     script = tmp_path / "exercise.py"
     script.write_text(EXERCISE)
     report = tmp_path / "kit-watch.json"
-    env = {**os.environ, "SGLANG_USE_CPU_ENGINE": "1", "KIT_WATCH_REPORT": str(report)}
-    env["PYTHONPATH"] = str(ROOT)
+    env = cpu_env(report)
     cmd = [python, str(script), str(draft), str(width), str(TARGET), str(tmp_path / "init")]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert "exercised LlamaForCausalLMEagle3" in out.stdout, out.stderr[-3000:]
@@ -140,42 +148,6 @@ def test_one_state_wide_input_skips_fc_by_sglangs_shape_gate(sglang, tmp_path):
     report = exercise(sglang[0], tmp_path, midlayer_copy(tmp_path / "d"), 128)
     assert (report["first_forward"]["width"], report["first_forward"]["fc_ran"]) == (128, False)
 
-
-# sgl_kernel (CUDA kernels) loads libcuda.so.1 at import; the scheduler's module imports it only
-# for host KV transfer (sglang 0.5.10 mem_cache/memory_pool_host.py:47). This stand-in imports and
-# raises on any call, so a kernel the exercised path did call would fail the test.
-STAND_IN = """
-import importlib.abc, importlib.machinery, sys, types
-
-class _Kernel:
-    def __init__(self, name):
-        self.name = name
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Kernel(self.name + "." + name)
-    def __call__(self, *args, **kwargs):
-        raise RuntimeError("sgl_kernel." + self.name + " called: no CUDA kernel on CPU")
-
-class _Module(types.ModuleType):
-    __path__ = []
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Kernel(name)
-
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, name, path, target=None):
-        if name.startswith("sgl_kernel."):
-            return importlib.machinery.ModuleSpec(name, self, is_package=True)
-    def create_module(self, spec):
-        return _Module(spec.name)
-    def exec_module(self, module):
-        pass
-
-sys.meta_path.insert(0, _Finder())
-sys.modules[__name__].__class__ = _Module
-"""
 
 SCHEDULE = """
 import dataclasses, json, logging, sys
@@ -354,13 +326,10 @@ def schedule(python: str, tmp_path: Path, batches: list) -> tuple[dict, str]:
             "the scheduler harness is written for 0.5.10, 0.5.11 and 0.5.23; 0.5.12 counts on "
             "a running server in test_sglang_scenarios.py (its servers run under kit watch)"
         )
-    (tmp_path / "kernels" / "sgl_kernel").mkdir(parents=True)
-    (tmp_path / "kernels" / "sgl_kernel" / "__init__.py").write_text(STAND_IN)
     script = tmp_path / "schedule.py"
     script.write_text(SCHEDULE_COMPONENTS if components(python) else SCHEDULE)
     report = tmp_path / "kit-watch.json"
-    env = {**os.environ, "SGLANG_USE_CPU_ENGINE": "1", "KIT_WATCH_REPORT": str(report)}
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "kernels"), str(ROOT)])
+    env = cpu_env(report)
     cmd = [python, str(script), str(TARGET), json.dumps(batches)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert "exercised" in out.stdout, out.stderr[-3000:]
