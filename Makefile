@@ -69,8 +69,10 @@ $(SGLANG_VENV)-%/.installed: $(SGLANG_STAMP)
 sglang-venvs: $(SGLANG_STAMPS)
 
 # The incident on real SGLang 0.5.10 on this CPU (README "The real engine"): SGLang's own line,
-# the kit's verdict on it, the engine after the fixes; runs/incident-sglang/incident.json
+# the kit's verdict on it, the engine after the fixes; runs/incident-sglang/incident.json. The
+# folder is this target's own: a rerun starts it afresh (the command keeps an existing --out).
 incident-sglang: $(SGLANG_STAMP)
+	rm -rf runs/incident-sglang
 	$(SGLANG_VENV)/bin/python -m kit.offline_acceptance.sglang_incident --out runs/incident-sglang
 
 # its own --basetemp: pytest prunes the shared default one while the engines still write there
