@@ -47,8 +47,8 @@ def absent_torchvision() -> Iterator[None]:
         yield
     finally:
         sys.meta_path.remove(finder)
-        for name in [n for n in sys.modules if n == "torchvision" or n.startswith("torchvision.")]:
-            if isinstance(sys.modules[name], _AbsentModule):
+        for name, module in list(sys.modules.items()):
+            if isinstance(module, _AbsentModule):
                 del sys.modules[name]
 
 
@@ -81,7 +81,7 @@ class _Placeholders(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds `torchvision` and its submodules as `_AbsentModule`s."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "torchvision" and not fullname.startswith("torchvision."):
+        if fullname.partition(".")[0] != "torchvision":
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
