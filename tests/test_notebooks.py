@@ -267,7 +267,7 @@ def test_findings_in_a_notebook_read_without_colour(incident):
     result, out = incident
     tables = _outputs(out / ok(result, "02_load_weights_simulation").notebook, "text/html")
     findings = next(t for t in tables if "KEYS_SILENTLY_DROPPED" in t)
-    assert "⛔ critical" in findings and 'data-label="fix"' in findings
+    assert "✖ critical" in findings and 'data-label="fix"' in findings
 
 
 def test_without_an_expectation_notebook_4_says_so_and_draws_none(tmp_path):

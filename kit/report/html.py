@@ -31,11 +31,13 @@ MAX_EVIDENCE = 8  # evidence lines shown of a root cause in the verdict
 NARROW_PX = 640  # below this width the page stacks table rows into cards
 SCOPE = "eagle3-kit"  # class around every fragment, so the CSS styles nothing else on a page
 
+# text glyphs that DejaVu Sans and the usual system fonts carry: emoji markers drew as empty
+# boxes wherever no emoji font is installed (a headless server, many Linux desktops)
 MARKS = {
-    Severity.CRITICAL: "⛔",
-    Severity.ERROR: "🔴",
-    Severity.WARNING: "🟠",
-    Severity.INFO: "🔵",
+    Severity.CRITICAL: "✖",
+    Severity.ERROR: "◆",
+    Severity.WARNING: "⚠",
+    Severity.INFO: "ℹ",
 }
 
 _CELL = "text-align:left;vertical-align:top;overflow-wrap:anywhere"
@@ -195,7 +197,7 @@ def table_html(rows: Sequence[Mapping[str, Any]], max_rows: int = MAX_ROWS) -> s
 
 
 def severity_label(f: Finding) -> str:
-    """`⛔ critical`: the marker carries the severity where colours do not reach."""
+    """`✖ critical`: the marker carries the severity where colours do not reach."""
     return f"{MARKS[f.severity]} {f.severity.name.lower()}"
 
 
